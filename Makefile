@@ -1,0 +1,43 @@
+# infertune: the two entry points a newcomer needs are `make demo` and `make test`.
+VENV    := .venv
+BIN     := $(VENV)/bin
+LABCTL  := $(BIN)/python lab/labctl
+APT_PKGS := podman runc debootstrap pciutils iptables
+
+.PHONY: setup lab-up lab-down demo lint unit lab-test test
+
+# Control-node tooling: Debian packages for the lab, pinned Python packages.
+setup: $(BIN)/ansible-playbook
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+$(BIN)/ansible-playbook: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+lab-up: setup
+	$(LABCTL) host-setup
+	$(LABCTL) image
+	$(LABCTL) up
+
+lab-down:
+	$(LABCTL) down
+
+# Main job: bring up the simulated fleet, converge it with site.yml, verify.
+demo: lab-up
+	$(BIN)/ansible-playbook site.yml
+
+lint: setup
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production
+	$(BIN)/ansible-playbook --syntax-check site.yml
+
+unit: setup
+	$(BIN)/pytest -q tests/unit
+
+lab-test: lab-up
+	$(BIN)/pytest -q -m lab tests/lab
+
+# Every test: lint, unit tests, then the lab tests (lab up, site.yml, checks).
+test: lint unit lab-test
