@@ -1,0 +1,59 @@
+"""The lab's nvidia-smi against rendered models: formats, ids, and failure modes."""
+import os
+import subprocess
+
+from labhw import BOOT
+
+TOOL = os.path.join(BOOT, "nvidia-smi")
+
+
+def smi(hw, *args):
+    proc = subprocess.run([TOOL, *args], capture_output=True, text=True, env={**os.environ, "LAB_HW_DIR": str(hw)})
+    return proc.returncode, proc.stdout
+
+
+def test_list_gpus(render_host, seed):
+    rc, out = smi(render_host(seed), "-L")
+    lines = out.splitlines()
+    assert rc == 0 and len(lines) == 8
+    assert lines[0].startswith("GPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-")
+    # A board's UUID survives reboots.
+    assert smi(render_host(seed), "-L")[1] == out
+
+
+def test_query_with_units_and_header(render_host, seed):
+    rc, out = smi(render_host(seed), "--query-gpu=index,pci.bus_id,memory.total,utilization.gpu",
+                  "--format=csv", "-i", "1")
+    assert rc == 0
+    assert out == ("index, pci.bus_id, memory.total [MiB], utilization.gpu [%]\n"
+                   "1, 00000000:2A:00.0, 97887 MiB, 0 %\n")
+
+
+def test_query_noheader_nounits(render_host, xeon):
+    rc, out = smi(render_host(xeon), "--query-gpu=name,compute_cap,memory.total,driver_version,"
+                  "pcie.link.gen.max,pcie.link.width.current,persistence_mode", "--format=csv,noheader,nounits")
+    assert rc == 0
+    assert out.splitlines() == ["NVIDIA H100 80GB HBM3, 9.0, 81559, 580.95.05, 5, 16, Disabled"] * 4
+
+
+def test_unknown_field(render_host, seed):
+    assert smi(render_host(seed), "--query-gpu=index,bogus", "--format=csv") == (
+        2, 'Field "bogus" is not a valid field to query.\n\n')
+
+
+def test_driver_unloaded(render_host, seed):
+    rc, out = smi(render_host(seed, faults={"driver-unloaded": ""}), "-L")
+    assert rc == 9
+    assert out.startswith("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+
+
+def test_no_matching_gpu(render_host, seed):
+    assert smi(render_host(seed), "-L", "-i", "8") == (6, "No devices were found\n")
+
+
+def test_lost_gpu(render_host, seed):
+    rc, out = smi(render_host(seed, faults={"gpu-lost": "3"}), "--query-gpu=index", "--format=csv,noheader")
+    assert rc == 15
+    assert out.splitlines()[3] == ("Unable to determine the device handle for GPU 0000:4E:00.0: "
+                                   "GPU is lost. Reboot the system to recover this GPU")
+    assert out.splitlines()[4] == "4"
