@@ -1,0 +1,69 @@
+#!/usr/bin/python
+"""Ansible module boot_kernel: make the boot loader start a given kernel."""
+
+DOCUMENTATION = r"""
+module: boot_kernel
+short_description: Boot a given installed kernel release by default
+description:
+  - Fails when /boot/vmlinuz-RELEASE is absent (install the kernel package first).
+  - With GRUB, writes /etc/default/grub.d/50-infertune-default.cfg with C(GRUB_DEFAULT=saved), runs update-grub when
+    that drop-in changed or grub.cfg has no entry for the release, then C(grub-set-default "SUBMENU>ENTRY") with
+    the ids read from grub.cfg when grubenv's saved_entry differs.
+  - On Proxmox (proxmox-boot-tool present) runs C(proxmox-boot-tool kernel pin RELEASE) instead.
+options:
+  release:
+    description: Kernel release as in C(uname -r), e.g. C(6.12.95+deb12-amd64).
+    type: str
+    required: true
+author: infertune
+"""
+
+EXAMPLES = r"""
+- name: Boot the backports kernel
+  boot_kernel:
+    release: 6.12.95+deb12-amd64
+"""
+
+RETURN = r"""
+before:
+  description: Default entry before (grubenv saved_entry, or the Proxmox pinned kernel).
+  returned: always
+  type: str
+after:
+  description: Default entry after.
+  returned: always
+  type: str
+  sample: gnulinux-advanced-UUID>gnulinux-6.12.95+deb12-amd64-advanced-UUID
+loader:
+  description: C(grub) or C(proxmox-boot-tool).
+  returned: always
+  type: str
+running:
+  description: Running kernel release (/proc/sys/kernel/osrelease).
+  returned: always
+  type: str
+boot_kernel_reboot_required:
+  description: True when the running kernel is not the wanted release.
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune.boot_kernel import apply_boot_kernel
+from ansible.module_utils.infertune.gate import Gate, TuningError
+
+
+def main():
+    module = AnsibleModule(argument_spec={"release": {"type": "str", "required": True}}, supports_check_mode=True)
+    try:
+        result = apply_boot_kernel("/", module.params["release"], Gate(check_mode=module.check_mode))
+    except TuningError as exc:
+        module.fail_json(msg=str(exc))
+    if module._diff:
+        result["diff"] = {"before": "%s\n" % (result["before"] or ""),
+                          "after": "%s\n" % (result["after"] or "")}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""cpufreq governor and energy-performance preference (EPP) on every CPU."""
+from . import cpu, sysfs
+from .gate import TuningError
+
+
+def _policy_dir(name):
+    return "%s/%s/cpufreq" % (cpu.CPU_DIR, name)
+
+
+def read_cpu(root, name):
+    base = _policy_dir(name)
+    return {
+        "cpu": name,
+        "driver": sysfs.read(root, base + "/scaling_driver"),
+        "governor": sysfs.read(root, base + "/scaling_governor"),
+        "governors_available": sysfs.read_words(root, base + "/scaling_available_governors"),
+        "epp": sysfs.read(root, base + "/energy_performance_preference"),
+        "epp_available": sysfs.read_words(root, base + "/energy_performance_available_preferences"),
+    }
+
+
+def read_all(root):
+    """Per-CPU policy of every CPU that has a cpufreq directory."""
+    states = [read_cpu(root, name) for name in cpu.cpu_names(root)]
+    return [state for state in states if state["governor"] is not None]
+
+
+def _aggregate(states):
+    result = {"governor": sysfs.count(s["governor"] for s in states)}
+    with_epp = [s["epp"] for s in states if s["epp"] is not None]
+    if with_epp:
+        result["epp"] = sysfs.count(with_epp)
+    return result
+
+
+def _validate(states, governor, epp):
+    for state in states:
+        if governor not in state["governors_available"]:
+            raise TuningError("governor=%r is not available on %s (scaling_available_governors: %s)"
+                              % (governor, state["cpu"], " ".join(state["governors_available"])))
+        if epp is None or state["epp"] is None:
+            continue
+        if epp not in state["epp_available"]:
+            raise TuningError("epp=%r is not available on %s (energy_performance_available_preferences: %s)"
+                              % (epp, state["cpu"], " ".join(state["epp_available"])))
+        if governor == "performance" and epp != "performance":
+            # The kernel pins EPP to performance under this governor and refuses others (EBUSY).
+            raise TuningError("epp=%r cannot be combined with governor='performance': the kernel fixes "
+                              "EPP to 'performance' under that governor" % epp)
+
+
+def apply_policy(root, governor, epp, gate):
+    states = read_all(root)
+    if not states:
+        return {"changed": False, "cpufreq_applicable": False, "epp_applicable": False,
+                "before": {}, "after": {}, "cpus": 0,
+                "msg": "no cpufreq policy on this host (no %s/cpu*/cpufreq)" % cpu.CPU_DIR}
+    _validate(states, governor, epp)
+    writes_before = len(gate.actions)
+    before = _aggregate(states)
+    for state in states:
+        if state["governor"] != governor:
+            gate.write_sysfs(sysfs.path(root, _policy_dir(state["cpu"]) + "/scaling_governor"), governor)
+    epp_cpus = [s for s in states if s["epp"] is not None]
+    if epp is not None:
+        for state in epp_cpus:
+            # Switching governors moves EPP in the kernel, so look again before deciding.
+            if gate.check_mode:
+                current = "performance" if governor == "performance" and state["governor"] != governor else state["epp"]
+            else:
+                current = sysfs.read(root, _policy_dir(state["cpu"]) + "/energy_performance_preference")
+            if current != epp:
+                gate.write_sysfs(sysfs.path(root, _policy_dir(state["cpu"]) + "/energy_performance_preference"), epp)
+    if gate.check_mode:
+        after = {"governor": {governor: len(states)}}
+        if epp_cpus:
+            after["epp"] = {epp: len(epp_cpus)} if epp is not None else before["epp"]
+    else:
+        after = _aggregate(read_all(root))
+        if after["governor"] != {governor: len(states)}:
+            raise TuningError("governor did not stick: %s after writing %r" % (after["governor"], governor))
+        if epp is not None and epp_cpus and after.get("epp") != {epp: len(epp_cpus)}:
+            raise TuningError("EPP did not stick: %s after writing %r" % (after.get("epp"), epp))
+    result = {"changed": len(gate.actions) > writes_before, "cpufreq_applicable": True,
+              "epp_applicable": bool(epp_cpus), "before": before, "after": after, "cpus": len(states),
+              "driver": sysfs.count(s["driver"] for s in states)}
+    result["msg"] = "governor %s on %d CPUs" % (governor, len(states))
+    if epp is not None and not epp_cpus:
+        result["msg"] += "; EPP not applicable with driver %s" % ", ".join(sorted(result["driver"]))
+    return result

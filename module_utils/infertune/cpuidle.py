@@ -1,0 +1,56 @@
+"""Idle states (C-states): disable those whose exit latency exceeds a bound, on every CPU."""
+from . import cpu, sysfs
+
+DRIVER = cpu.CPU_DIR + "/cpuidle/current_driver"
+
+
+def read_states(root, name):
+    """States of one CPU; ids differ between CPUs, so callers use name and latency only."""
+    states = []
+    for state_id in sysfs.entries(root, "%s/%s/cpuidle/state[0-9]*" % (cpu.CPU_DIR, name)):
+        base = "%s/%s/cpuidle/%s" % (cpu.CPU_DIR, name, state_id)
+        states.append({
+            "path": base + "/disable",
+            "name": sysfs.read(root, base + "/name"),
+            "latency": sysfs.read_int(root, base + "/latency"),
+            "disable": sysfs.read_int(root, base + "/disable"),
+        })
+    return states
+
+
+def wanted_disable(state, max_latency, keep_poll):
+    if keep_poll and state["name"] == "POLL":
+        return 0
+    return 1 if state["latency"] is None or state["latency"] > max_latency else 0
+
+
+def _aggregate(pairs):
+    """{state name: {"enabled": n, "disabled": m}} over (name, disable) pairs of all CPUs."""
+    result = {}
+    for name, disable in pairs:
+        entry = result.setdefault(name, {"enabled": 0, "disabled": 0})
+        entry["disabled" if disable else "enabled"] += 1
+    return result
+
+
+def apply_states(root, max_latency, keep_poll, gate):
+    driver = sysfs.read(root, DRIVER)
+    per_cpu = {name: read_states(root, name) for name in cpu.cpu_names(root)}
+    if driver in (None, "none") or not any(per_cpu.values()):
+        return {"changed": False, "before": {}, "after": {}, "driver": driver, "cpus": 0,
+                "msg": "no cpuidle states on this host (current_driver: %s)" % driver}
+    writes_before = len(gate.actions)
+    before, after = [], []
+    for states in per_cpu.values():
+        for state in states:
+            want = wanted_disable(state, max_latency, keep_poll)
+            before.append((state["name"], state["disable"]))
+            after.append((state["name"], want))
+            if state["disable"] != want:
+                gate.write_sysfs(sysfs.path(root, state["path"]), str(want))
+    if not gate.check_mode:
+        after = [(s["name"], s["disable"]) for name in per_cpu for s in read_states(root, name)]
+    cpus = sum(1 for states in per_cpu.values() if states)
+    return {"changed": len(gate.actions) > writes_before, "before": _aggregate(before),
+            "after": _aggregate(after), "driver": driver, "cpus": cpus,
+            "msg": "idle states with exit latency above %d us disabled on %d CPUs" % (max_latency, cpus)}

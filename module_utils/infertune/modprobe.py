@@ -1,0 +1,82 @@
+"""Kernel module options in /etc/modprobe.d and how they compare with the loaded modules."""
+import os
+
+from . import sysfs
+
+HEADER = ("# managed by infertune (modprobe_options): read when a module loads;\n"
+          "# a module that is already loaded keeps its values until reload or reboot.\n")
+_TRUE = {"y", "yes", "1", "true", "on"}
+_FALSE = {"n", "no", "0", "false", "off"}
+
+
+def format_value(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def normalize(value):
+    """Compare bool parameters by meaning: sysfs shows Y/N for values written as 1/0."""
+    text = str(value).strip()
+    if text.lower() in _TRUE:
+        return "1"
+    if text.lower() in _FALSE:
+        return "0"
+    return text
+
+
+def render(options):
+    lines = [HEADER]
+    for module in sorted(options):
+        params = options[module] or {}
+        if params:
+            pairs = " ".join("%s=%s" % (p, format_value(params[p])) for p in sorted(params))
+            lines.append("options %s %s\n" % (module, pairs))
+    return "".join(lines)
+
+
+def live(root, options):
+    """Per module: loaded or not, and the parameters whose running value differs."""
+    report = {}
+    for module, params in sorted(options.items()):
+        sys_name = module.replace("-", "_")
+        loaded = os.path.isdir(sysfs.path(root, "/sys/module/%s" % sys_name))
+        differs = {}
+        for param, value in sorted((params or {}).items()):
+            current = sysfs.read(root, "/sys/module/%s/parameters/%s" % (sys_name, param)) if loaded else None
+            if loaded and (current is None or normalize(current) != normalize(format_value(value))):
+                differs[param] = {"wanted": format_value(value), "live": current}
+        report[module] = {"loaded": loaded, "differs": differs}
+    return report
+
+
+def module_params(root, pattern="nvidia*"):
+    """{module: {param: value}} of loaded modules matching pattern, for facts."""
+    result = {}
+    for module in sysfs.entries(root, "/sys/module/" + pattern):
+        params = {}
+        for param in sysfs.entries(root, "/sys/module/%s/parameters/*" % module):
+            value = sysfs.read(root, "/sys/module/%s/parameters/%s" % (module, param))
+            if value is not None:
+                params[param] = value
+        result[module] = params
+    return result
+
+
+def apply_options(root, options, path, gate):
+    target = sysfs.path(root, path)
+    before = ""
+    if os.path.exists(target):
+        with open(target) as handle:
+            before = handle.read()
+    after = render(options)
+    if before != after:
+        gate.write_file(target, after)
+    state = "unchanged" if before == after else "would be updated" if gate.check_mode else "updated"
+    report = live(root, options)
+    reload_required = any(m["loaded"] and m["differs"] for m in report.values())
+    return {"changed": before != after, "before": before, "after": after, "path": path,
+            "live": report, "modprobe_options_reload_required": reload_required,
+            "diff": {"before": before, "after": after, "before_header": path, "after_header": path},
+            "msg": "%s %s; %s" % (path, state, "a loaded module needs a reload or reboot" if reload_required
+                                  else "no loaded module runs with other values")}

@@ -1,0 +1,106 @@
+"""Builders of fake host trees (sysfs, procfs, PCI config space) under a tmp directory."""
+import os
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+EPP_AVAILABLE = "default performance balance_performance balance_power power"
+GPU, AUDIO, BRIDGE = "0000:41:00.0", "0000:41:00.1", "0000:40:01.1"
+
+
+def write(root, rel, content):
+    target = pathlib.Path(root) / rel.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content)
+    return target
+
+
+def read(root, rel):
+    return (pathlib.Path(root) / rel.lstrip("/")).read_text().strip()
+
+
+def snapshot(root):
+    """Every file under root with its bytes, to prove a tree did not change."""
+    result = {}
+    for directory, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(directory, name)
+            with open(full, "rb") as handle:
+                result[os.path.relpath(full, root)] = handle.read()
+    return result
+
+
+def cpuinfo(count, vendor, sockets):
+    blocks = []
+    for n in range(count):
+        blocks.append("processor\t: %d\nvendor_id\t: %s\ncpu family\t: 26\nmodel name\t: AMD EPYC 9555 "
+                      "64-Core Processor\nphysical id\t: %d\n" % (n, vendor, n * sockets // count))
+    return "\n".join(blocks) + "\n"
+
+
+def cpu_tree(root, count, *, vendor="AuthenticAMD", sockets=1, driver="amd-pstate-epp", governor="powersave",
+             epp="balance_performance", idle_states=None):
+    """A host with `count` CPUs; epp=None leaves out the EPP files (acpi-cpufreq)."""
+    write(root, "/proc/cpuinfo", cpuinfo(count, vendor, sockets))
+    write(root, "/sys/devices/system/cpu/present", "0-%d\n" % (count - 1))
+    for node in range(sockets):
+        write(root, "/sys/devices/system/node/node%d/cpulist" % node, "\n")
+    for n in range(count):
+        base = "/sys/devices/system/cpu/cpu%d" % n
+        write(root, base + "/cpufreq/scaling_driver", driver + "\n")
+        write(root, base + "/cpufreq/scaling_governor", governor + "\n")
+        write(root, base + "/cpufreq/scaling_available_governors", "performance powersave\n")
+        if epp is not None:
+            write(root, base + "/cpufreq/energy_performance_preference", epp + "\n")
+            write(root, base + "/cpufreq/energy_performance_available_preferences", EPP_AVAILABLE + "\n")
+        states = idle_states(n) if idle_states else [("POLL", 0), ("C1", 1), ("C2", 400)]
+        for state_id, (name, latency) in enumerate(states):
+            state = "%s/cpuidle/state%d" % (base, state_id)
+            write(root, state + "/name", name + "\n")
+            write(root, state + "/latency", "%d\n" % latency)
+            write(root, state + "/disable", "0\n")
+    write(root, "/sys/devices/system/cpu/cpuidle/current_driver", "acpi_idle\n")
+    write(root, "/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.1.0-18-amd64 root=UUID=abcd ro quiet\n")
+    write(root, "/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n")
+    write(root, "/proc/sys/kernel/random/boot_id", "0e4c7f6a-7d39-4d0e-9a57-1b0f1d3c2e11\n")
+    write(root, "/proc/sys/kernel/numa_balancing", "1\n")
+    write(root, "/sys/kernel/security/lockdown", "[none] integrity confidentiality\n")
+    return root
+
+
+def config_space(vendor, device, class_code, header_type=0, devctl=None, caps=True):
+    """256 bytes of config space; with caps, a PM capability at 0x40 chained to PCIe at 0x60."""
+    cfg = bytearray(256)
+    cfg[0:2] = vendor.to_bytes(2, "little")
+    cfg[2:4] = device.to_bytes(2, "little")
+    cfg[0x09:0x0C] = class_code.to_bytes(3, "little")
+    cfg[0x0E] = header_type
+    if caps:
+        cfg[0x06] = 0x10
+        cfg[0x34] = 0x40
+        cfg[0x40:0x42] = bytes([0x01, 0x60])
+        cfg[0x60:0x62] = bytes([0x10, 0x00])
+        cfg[0x62:0x64] = (0x0002 | (0x1 if header_type == 0 else 0x6) << 4).to_bytes(2, "little")
+        cfg[0x68:0x6A] = devctl.to_bytes(2, "little")
+    return bytes(cfg)
+
+
+def pci_device(root, bdf, vendor, device, class_code, config):
+    base = "/sys/bus/pci/devices/" + bdf
+    write(root, base + "/vendor", "0x%04x\n" % vendor)
+    write(root, base + "/device", "0x%04x\n" % device)
+    write(root, base + "/class", "0x%06x\n" % class_code)
+    write(root, base + "/irq", "0\n")
+    write(root, base + "/config", config)
+
+
+def pci_tree(root, gpu_config=None):
+    """A root port, an NVIDIA GPU (Device Control 0x293f: MRRS 512) and the GPU's audio function."""
+    pci_device(root, BRIDGE, 0x1022, 0x14AB, 0x060400, config_space(0x1022, 0x14AB, 0x060400, 1, 0x2937))
+    pci_device(root, GPU, 0x10DE, 0x2BB5, 0x030000,
+               gpu_config or config_space(0x10DE, 0x2BB5, 0x030000, 0, 0x293F))
+    pci_device(root, AUDIO, 0x10DE, 0x22E8, 0x040300, config_space(0x10DE, 0x22E8, 0x040300, 0, 0x2910))
+    return root

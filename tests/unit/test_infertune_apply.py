@@ -1,0 +1,70 @@
+"""The boot-time re-apply CLI, run as a process the way systemd runs it."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from fakehost import GPU, REPO, pci_tree, read, snapshot
+
+TOOL = REPO / "roles/tuning_persistence/files/infertune-apply"
+CONFIG = {"amd_pstate": {"mode": "active"}, "cpufreq": {"governor": "performance", "epp": "performance"},
+          "cpuidle": {"max_latency": 1, "keep_poll": True},
+          "pcie_mrrs": {"value": 4096, "vendor": "0x10de", "classes": ["0x0300", "0x0302"]}}
+
+
+def run_tool(root, config, *extra):
+    # The config lives outside root so that root's snapshot covers only the host.
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(config, handle)
+        path = handle.name
+    env = dict(os.environ, PYTHONPATH=str(REPO / "module_utils"))
+    try:
+        return subprocess.run([sys.executable, str(TOOL), "--root", root, "--config", path, *extra],
+                              capture_output=True, text=True, env=env, check=False)
+    finally:
+        os.unlink(path)
+
+
+def report(root):
+    with open(os.path.join(root, "run/infertune/apply.json")) as handle:
+        return json.load(handle)
+
+
+def test_applies_every_knob_and_reports(amd128):
+    pci_tree(amd128)
+    proc = run_tool(amd128, CONFIG)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = report(amd128)
+    assert sorted(results) == ["amd_pstate", "cpufreq", "cpuidle", "pcie_mrrs"]
+    assert all(r["ok"] for r in results.values())
+    assert results["pcie_mrrs"]["after"] == {GPU: 4096}
+    assert read(amd128, "/sys/devices/system/cpu/cpu64/cpuidle/state2/disable") == "1"
+    assert len([line for line in proc.stdout.splitlines() if line.startswith("infertune-apply: ")]) == 4
+    again = run_tool(amd128, CONFIG)
+    assert again.returncode == 0 and not any(r["changed"] for r in report(amd128).values())
+
+
+def test_failed_knob_exits_1_and_others_still_apply(amd128):
+    pci_tree(amd128)
+    config = dict(CONFIG, cpufreq={"governor": "schedutil"})
+    proc = run_tool(amd128, config)
+    assert proc.returncode == 1
+    results = report(amd128)
+    assert not results["cpufreq"]["ok"] and "schedutil" in results["cpufreq"]["msg"]
+    assert results["cpuidle"]["ok"] and results["pcie_mrrs"]["after"] == {GPU: 4096}
+    assert "infertune-apply: cpufreq: failed" in proc.stdout
+
+
+def test_check_changes_nothing(amd128):
+    pci_tree(amd128)
+    before = snapshot(amd128)
+    proc = run_tool(amd128, {"cpuidle": CONFIG["cpuidle"], "pcie_mrrs": CONFIG["pcie_mrrs"]}, "--check")
+    assert proc.returncode == 0 and snapshot(amd128) == before
+    assert "infertune-apply: pcie_mrrs: would change" in proc.stdout
+
+
+def test_missing_sections_are_skipped_and_unknown_ones_fail(amd128):
+    proc = run_tool(amd128, {"cpuidle": CONFIG["cpuidle"], "numa": {}})
+    assert proc.returncode == 1
+    assert sorted(report(amd128)) == ["cpuidle", "numa"]

@@ -1,0 +1,42 @@
+from ansible.module_utils.infertune.gate import Gate
+from ansible.module_utils.infertune.modprobe import apply_options
+from fakehost import snapshot, write
+
+PATH = "/etc/modprobe.d/infertune.conf"
+OPTIONS = {"nvidia_uvm": {"uvm_disable_hmm": 1}, "nvidia": {"NVreg_EnableGpuFirmware": 1,
+                                                            "NVreg_DynamicPowerManagement": 0}}
+
+
+def test_writes_sorted_lines_then_idempotent(tmp_path):
+    root = str(tmp_path)
+    result = apply_options(root, OPTIONS, PATH, Gate())
+    lines = (tmp_path / PATH.lstrip("/")).read_text().splitlines()
+    assert lines[0].startswith("# managed by infertune")
+    assert [line for line in lines if not line.startswith("#")] == [
+        "options nvidia NVreg_DynamicPowerManagement=0 NVreg_EnableGpuFirmware=1",
+        "options nvidia_uvm uvm_disable_hmm=1"]
+    assert result["changed"] and not result["modprobe_options_reload_required"]
+    assert result["live"]["nvidia_uvm"] == {"loaded": False, "differs": {}}
+    assert not apply_options(root, OPTIONS, PATH, Gate())["changed"]
+
+
+def test_loaded_module_with_other_value_needs_reload(tmp_path):
+    root = str(tmp_path)
+    write(root, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "N\n")
+    result = apply_options(root, {"nvidia_uvm": {"uvm_disable_hmm": True}}, PATH, Gate())
+    assert result["modprobe_options_reload_required"]
+    assert result["live"]["nvidia_uvm"]["differs"] == {"uvm_disable_hmm": {"wanted": "1", "live": "N"}}
+
+
+def test_loaded_module_with_same_value_in_y_form_needs_nothing(tmp_path):
+    root = str(tmp_path)
+    write(root, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "Y\n")
+    result = apply_options(root, {"nvidia_uvm": {"uvm_disable_hmm": 1}}, PATH, Gate())
+    assert not result["modprobe_options_reload_required"]
+
+
+def test_check_mode_changes_nothing(tmp_path):
+    root = str(tmp_path)
+    before = snapshot(root)
+    result = apply_options(root, OPTIONS, PATH, Gate(check_mode=True))
+    assert result["changed"] and "uvm_disable_hmm=1" in result["after"] and snapshot(root) == before
