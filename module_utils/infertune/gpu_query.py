@@ -1,0 +1,168 @@
+"""Read a host's NVIDIA GPUs through NVML or nvidia-smi and check them against a profile.
+
+Stdlib only: the module passes in a command runner and, when importable, the
+pynvml module (from nvidia-ml-py), so both paths can be exercised with fakes.
+"""
+
+# (key in our result, nvidia-smi --query-gpu field)
+SMI_FIELDS = (
+    ("index", "index"),
+    ("name", "name"),
+    ("uuid", "uuid"),
+    ("pci_bus_id", "pci.bus_id"),
+    ("compute_capability", "compute_cap"),
+    ("memory_total_mib", "memory.total"),
+    ("driver_version", "driver_version"),
+    ("persistence_mode", "persistence_mode"),
+    ("pcie_link_gen_current", "pcie.link.gen.current"),
+    ("pcie_link_gen_max", "pcie.link.gen.max"),
+    ("pcie_link_width_current", "pcie.link.width.current"),
+    ("pcie_link_width_max", "pcie.link.width.max"),
+)
+INT_KEYS = frozenset((
+    "index", "memory_total_mib", "pcie_link_gen_current", "pcie_link_gen_max",
+    "pcie_link_width_current", "pcie_link_width_max",
+))
+# nvidia-smi prints these where a VM or a driver hides a value.
+SMI_NOT_AVAILABLE = frozenset(("[N/A]", "N/A", "[Not Supported]", "[Unknown Error]"))
+# nvidia-smi's wording (rc 9) when the kernel module is absent or cannot be reached.
+DRIVER_NOT_LOADED_MARKERS = ("couldn't communicate with the NVIDIA driver", "NVIDIA driver is not loaded")
+NO_DEVICES_MARKER = "No devices were found"
+
+
+class GpuQueryError(Exception):
+    """The GPUs could not be read; the message says why in operator terms."""
+
+
+class NvmlUnavailable(GpuQueryError):
+    """libnvidia-ml cannot be loaded although pynvml imports; nvidia-smi may still answer."""
+
+
+def smi_argv(nvidia_smi="nvidia-smi"):
+    return [
+        nvidia_smi,
+        "--query-gpu=" + ",".join(field for _, field in SMI_FIELDS),
+        "--format=csv,noheader,nounits",
+    ]
+
+
+def sysfs_bdf(bus_id):
+    """nvidia-smi/NVML print an 8-digit PCI domain (00000000:18:00.0); sysfs uses 4 (0000:18:00.0)."""
+    domain, rest = bus_id.lower().split(":", 1)
+    return "%04x:%s" % (int(domain, 16), rest)
+
+
+def _finish(gpu):
+    gpu["pci_bdf"] = sysfs_bdf(gpu["pci_bus_id"])
+    return gpu
+
+
+def parse_smi_csv(text):
+    """Turn `nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits` output into GPU dicts."""
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        # No queried field can hold a comma (GPU names are product names), so a plain split is exact.
+        values = [value.strip() for value in line.split(",")]
+        if len(values) != len(SMI_FIELDS):
+            raise GpuQueryError(
+                "nvidia-smi printed %d fields where %d were asked for: %r" % (len(values), len(SMI_FIELDS), line)
+            )
+        gpu = {}
+        for (key, _), value in zip(SMI_FIELDS, values):
+            if value in SMI_NOT_AVAILABLE:
+                gpu[key] = None
+            elif key in INT_KEYS:
+                gpu[key] = int(value)
+            elif key == "persistence_mode":
+                gpu[key] = value == "Enabled"
+            else:
+                gpu[key] = value
+        gpus.append(_finish(gpu))
+    return gpus
+
+
+def query_smi(run, nvidia_smi="nvidia-smi"):
+    """Run nvidia-smi through `run(argv) -> (rc, stdout, stderr)`; `run` raises OSError when it is missing."""
+    try:
+        rc, out, err = run(smi_argv(nvidia_smi))
+    except OSError as exc:
+        raise GpuQueryError("nvidia-smi not found (%s): is the NVIDIA driver installed on this host?" % exc)
+    message = (out + "\n" + err).strip()
+    if NO_DEVICES_MARKER in message:
+        return []
+    if rc != 0:
+        if any(marker in message for marker in DRIVER_NOT_LOADED_MARKERS):
+            raise GpuQueryError("NVIDIA driver not loaded: nvidia-smi says: %s" % message)
+        raise GpuQueryError("nvidia-smi failed (rc %d): %s" % (rc, message))
+    return parse_smi_csv(out)
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def query_nvml(nvml):
+    """Read every GPU through NVML; `nvml` is the pynvml module or a stand-in with the same calls."""
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        if "Driver Not Loaded" in str(exc):
+            raise GpuQueryError("NVIDIA driver not loaded: NVML says: %s" % exc)
+        if "Library Not Found" in str(exc):
+            raise NvmlUnavailable("NVML library not found: %s" % exc)
+        raise GpuQueryError("NVML could not start: %s" % exc)
+    try:
+        driver = _text(nvml.nvmlSystemGetDriverVersion())
+
+        def optional(call, handle):
+            # Link queries answer NotSupported inside some VMs; that is not a failure.
+            try:
+                return call(handle)
+            except nvml.NVMLError:
+                return None
+
+        gpus = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            persistence = optional(nvml.nvmlDeviceGetPersistenceMode, handle)
+            gpus.append(_finish({
+                "index": index,
+                "name": _text(nvml.nvmlDeviceGetName(handle)),
+                "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
+                "pci_bus_id": _text(nvml.nvmlDeviceGetPciInfo(handle).busId),
+                "compute_capability": "%d.%d" % (major, minor),
+                "memory_total_mib": nvml.nvmlDeviceGetMemoryInfo(handle).total // (1024 * 1024),
+                "driver_version": driver,
+                "persistence_mode": None if persistence is None else persistence == 1,
+                "pcie_link_gen_current": optional(nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+                "pcie_link_gen_max": optional(nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+                "pcie_link_width_current": optional(nvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
+                "pcie_link_width_max": optional(nvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+            }))
+        return gpus
+    finally:
+        nvml.nvmlShutdown()
+
+
+def version_key(text):
+    """'580.159.03' -> (580, 159, 3), so that driver versions compare as numbers."""
+    return tuple(int(part) for part in text.split("."))
+
+
+def gate_problems(gpus, expected_count=None, compute_capability=None, min_driver=None):
+    """What stops this host's GPUs from matching the profile; each line names the GPU, found and expected."""
+    problems = []
+    if expected_count is not None and len(gpus) != expected_count:
+        problems.append("%s GPUs than expected: found %d, expected %d" % (
+            "fewer" if len(gpus) < expected_count else "more", len(gpus), expected_count))
+    for gpu in gpus:
+        where = "GPU %s (%s, bus %s)" % (gpu["index"], gpu["name"], gpu["pci_bus_id"])
+        if compute_capability is not None and version_key(gpu["compute_capability"]) != version_key(compute_capability):
+            problems.append("%s: compute capability %s found, %s expected" % (
+                where, gpu["compute_capability"], compute_capability))
+        if min_driver is not None and version_key(gpu["driver_version"]) < version_key(min_driver):
+            problems.append("%s: driver %s found, at least %s expected" % (where, gpu["driver_version"], min_driver))
+    return problems
