@@ -1,0 +1,6 @@
+"""python -m infertune rollout|verify ..."""
+import sys
+
+from infertune.cli import main
+
+sys.exit(main())

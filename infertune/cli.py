@@ -1,0 +1,100 @@
+"""infertune rollout | verify: run site.yml or playbooks/verify.yml for scripts and CI.
+
+Live progress on stderr, a per-host table on stdout, optionally a JSON summary; the exit
+status is non-zero when any host failed or was unreachable, or ansible itself failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from infertune import runner
+from infertune.progress import Progress
+from infertune.summary import RunSummary
+
+REPO = Path(__file__).resolve().parent.parent
+PLAYBOOKS = {
+    "rollout": ("site.yml", "converge the hosts with site.yml (tuning, reboots, sglang)"),
+    "verify": ("playbooks/verify.yml", "check the hosts without changing them (playbooks/verify.yml)"),
+}
+COLUMNS = (("host", "HOST"), ("result", "RESULT"), ("reboots", "REBOOTS"),
+           ("knobs_changed", "KNOBS CHANGED"), ("failure_reason", "FAILURE REASON"))
+OUTPUT_TAIL_LINES = 40
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="infertune", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (_, help_text) in PLAYBOOKS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("-i", "--inventory", action="append", default=[],
+                         help="inventory path or host list; repeatable (default: ansible.cfg's)")
+        sub.add_argument("-l", "--limit", help="host pattern, as ansible-playbook --limit")
+        sub.add_argument("-C", "--check", action="store_true", help="change nothing, report what would change")
+        sub.add_argument("-D", "--diff", action="store_true", help="show file and setting differences")
+        sub.add_argument("-e", "--extra-vars", action="append", default=[],
+                         help="KEY=VALUE, JSON or @FILE; repeatable")
+        sub.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
+        sub.add_argument("--artifacts", metavar="DIR",
+                         help="keep ansible-runner's data (full output, events) in DIR")
+    return parser.parse_args(argv)
+
+
+def table(rows) -> str:
+    cells = [[title for _, title in COLUMNS]]
+    cells += [[str(row[key]) for key, _ in COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
+
+
+def totals_line(totals: dict) -> str:
+    return ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in totals.items())
+
+
+def main(argv=None, root: Path = REPO) -> int:
+    args = parse_args(argv)
+    playbook = PLAYBOOKS[args.command][0]
+    if not (root / playbook).is_file():
+        print(f"infertune: {playbook} not found in {root}", file=sys.stderr)
+        return 2
+    inv = runner.Invocation(
+        project_dir=root, playbook=playbook,
+        inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
+        check=args.check, diff=args.diff,
+        extra_vars=[runner.absolute(e, "@") for e in args.extra_vars])
+
+    summary = RunSummary(runner.list_hosts(inv) or ())
+    progress = Progress(sys.stderr, f"infertune {args.command}")
+
+    def on_event(event):
+        summary.handle(event)
+        if summary.play:  # nothing to say before the first play starts
+            progress.update(summary.position, summary.status_line())
+
+    try:
+        outcome = runner.run(inv, on_event, artifacts=args.artifacts and str(Path(args.artifacts).resolve()))
+    finally:
+        progress.close()
+
+    rows, totals = summary.hosts(), summary.totals()
+    if outcome.rc and not summary.any_failed:
+        # Ansible stopped without blaming a host (syntax error, bad inventory): show its words.
+        sys.stderr.write("\n".join(outcome.output.splitlines()[-OUTPUT_TAIL_LINES:]) + "\n")
+    print(table(rows))
+    print(f"\n{totals_line(totals)}")
+    if outcome.artifact_dir:
+        print(f"ansible output: {Path(outcome.artifact_dir, 'stdout')}", file=sys.stderr)
+
+    exit_status = outcome.rc or (2 if summary.any_failed else 0)
+    if args.json:
+        report = {
+            "command": args.command, "playbook": playbook, "check": args.check,
+            "status": outcome.status, "rc": outcome.rc, "exit_status": exit_status,
+            "totals": totals, "hosts": rows,
+        }
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+    return exit_status

@@ -1,0 +1,169 @@
+"""Fold ansible-runner events into a per-host summary and a progress position.
+
+Pure: no I/O and no ansible import, so recorded event dicts can drive it in tests.
+Event names and fields are those of ansible-runner's display callback (awx_display).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Modules whose changed result means a host knob moved. Library modules resolve to
+# their bare name, collection modules to their FQCN (resolved_action).
+KNOB_ACTIONS = frozenset({
+    "amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs", "kernel_cmdline",
+    "boot_kernel", "modprobe_options", "ansible.posix.sysctl", "ansible.builtin.apt",
+})
+REBOOT_ACTION = "ansible.builtin.reboot"
+BAD_RESULTS = ("failed", "unreachable")
+
+
+def _action(data: dict) -> str:
+    action = data.get("resolved_action") or data.get("task_action") or ""
+    return action.removeprefix("ansible.legacy.")
+
+
+def _first_line(value) -> str:
+    lines = str(value).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _failure_message(res: dict) -> str:
+    # A failed loop says only "One or more items failed": the failed item says why.
+    for item in res.get("results") or []:
+        if isinstance(item, dict) and item.get("failed") and item.get("msg"):
+            return _first_line(item["msg"])
+    return _first_line(res.get("msg") or res.get("stderr") or "failed")
+
+
+@dataclass
+class HostSummary:
+    host: str
+    seen: bool = False
+    changed: bool = False
+    failed: bool = False
+    unreachable: bool = False
+    reboots: int = 0
+    knobs_changed: int = 0
+    reason: str = ""
+
+    @property
+    def result(self) -> str:
+        if self.unreachable:
+            return "unreachable"
+        if self.failed:
+            return "failed"
+        if not self.seen:
+            return "not run"
+        return "changed" if self.changed else "ok"
+
+    def as_dict(self) -> dict:
+        return {
+            "host": self.host,
+            "result": self.result,
+            "reboots": self.reboots,
+            "knobs_changed": self.knobs_changed,
+            "failure_reason": self.reason if self.result in BAD_RESULTS else "",
+        }
+
+
+class RunSummary:
+    """Consume events with handle(); read hosts, totals and the progress position."""
+
+    def __init__(self, expected_hosts=()):
+        # Hosts the playbook targets (from --list-hosts); those never reached stay "not run".
+        self._hosts = {name: HostSummary(name) for name in expected_hosts}
+        self.play = ""
+        self.batch = 0
+        self.task = ""
+        self._play_id = None
+        self._batch_hosts: set[str] = set()
+        self._finished: set[str] = set()  # finished the current play: earlier batch or dropped out
+
+    def host(self, name: str) -> HostSummary:
+        return self._hosts.setdefault(name, HostSummary(name))
+
+    def handle(self, event: dict) -> None:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_play_start":
+            self._play_start(data)
+        elif kind == "playbook_on_task_start":
+            self.task = data.get("task") or ""
+        elif kind == "playbook_on_stats":
+            self._stats(data)
+        elif kind.startswith("runner_on_") and data.get("host"):
+            self._host_event(kind.removeprefix("runner_on_"), data)
+
+    def _play_start(self, data: dict) -> None:
+        # Each serial batch re-sends the play start with "_N" appended to the play uuid.
+        play_id = str(data.get("play_uuid") or data.get("uuid") or "").split("_")[0]
+        if play_id and play_id == self._play_id:
+            self.batch += 1
+            self._finished |= self._batch_hosts
+        else:
+            self._play_id = play_id
+            self.batch = 1
+            self._finished = {h.host for h in self._hosts.values() if h.result in BAD_RESULTS}
+        self._batch_hosts = set()
+        self.play = data.get("name") or data.get("play") or ""
+        self.task = ""
+
+    def _host_event(self, outcome: str, data: dict) -> None:
+        host = self.host(data["host"])
+        host.seen = True
+        self._batch_hosts.add(host.host)
+        res = data.get("res") or {}
+        if outcome == "ok" and res.get("changed"):
+            host.changed = True
+            action = _action(data)
+            if action == REBOOT_ACTION:
+                host.reboots += 1
+            elif action in KNOB_ACTIONS:
+                host.knobs_changed += 1
+        elif outcome == "failed" and not data.get("ignore_errors"):
+            host.failed = True
+            host.reason = f"{data.get('task', '')}: {_failure_message(res)}"
+        elif outcome == "unreachable":
+            host.unreachable = True
+            host.reason = f"{data.get('task', '')}: {_first_line(res.get('msg') or 'unreachable')}"
+        if host.result in BAD_RESULTS:
+            self._finished.add(host.host)
+
+    def _stats(self, data: dict) -> None:
+        # The recap is authoritative: a failure later rescued by a block is not a failure.
+        for name in set().union(*(data.get(k) or {} for k in ("processed", "ok", "failures", "dark"))):
+            host = self.host(name)
+            host.seen = True
+            host.failed = bool((data.get("failures") or {}).get(name))
+            host.unreachable = bool((data.get("dark") or {}).get(name))
+            host.changed = bool((data.get("changed") or {}).get(name))
+            self._finished.add(name)
+        self.task = "recap"
+
+    @property
+    def position(self) -> tuple:
+        return (self.play, self.batch, self.task)
+
+    def status_line(self) -> str:
+        total = len(self._hosts)
+        parts = [self.play or "starting", f"batch {self.batch}",
+                 f"hosts {len(self._finished)}/{total} done"]
+        if self.task:
+            parts.append(self.task)
+        return " | ".join(parts)
+
+    def hosts(self) -> list:
+        return [self._hosts[name].as_dict() for name in sorted(self._hosts)]
+
+    def totals(self) -> dict:
+        rows = self.hosts()
+        totals = {"hosts": len(rows)}
+        for result in ("ok", "changed", "failed", "unreachable", "not run"):
+            totals[result.replace(" ", "_")] = sum(r["result"] == result for r in rows)
+        totals["reboots"] = sum(r["reboots"] for r in rows)
+        totals["knobs_changed"] = sum(r["knobs_changed"] for r in rows)
+        return totals
+
+    @property
+    def any_failed(self) -> bool:
+        return any(h.result in BAD_RESULTS for h in self._hosts.values())

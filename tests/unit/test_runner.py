@@ -1,0 +1,245 @@
+"""The infertune CLI runner: event folding on synthetic streams, then real ansible-runner runs.
+
+Synthetic events copy the shape ansible-runner's display callback sends (event, event_data
+with play_uuid, task, resolved_action, host, res); the end-to-end tests run ansible-runner on
+tests/unit/fixtures/runner (three local hosts, serial 2, node-c fails).
+"""
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+from infertune import cli, runner
+from infertune.progress import Progress
+from infertune.summary import RunSummary
+
+FIXTURE = Path(__file__).parent / "fixtures" / "runner"
+PLAY = "0242ac11-0001-aaaa-bbbb-000000000004"
+
+
+def play_start(name="Tune", uuid=PLAY):
+    return {"event": "playbook_on_play_start", "event_data": {"name": name, "play": name, "play_uuid": uuid}}
+
+
+def task_start(task):
+    return {"event": "playbook_on_task_start", "event_data": {"task": task}}
+
+
+def result(outcome, host, task="t", action="ansible.builtin.command", changed=False, **extra):
+    res = {"changed": changed, **extra.pop("res", {})}
+    data = {"host": host, "task": task, "task_action": action, "resolved_action": action, "res": res, **extra}
+    return {"event": f"runner_on_{outcome}", "event_data": data}
+
+
+def stats(**counts):
+    return {"event": "playbook_on_stats", "event_data": counts}
+
+
+def fold(events, expected=()):
+    summary = RunSummary(expected)
+    for event in events:
+        summary.handle(event)
+    return summary
+
+
+def by_host(summary):
+    return {row["host"]: row for row in summary.hosts()}
+
+
+# --- event folding -------------------------------------------------------------------
+
+def test_serial_batches_count_and_finished_hosts_progress():
+    summary = fold([play_start(), task_start("Set governor"),
+                    result("ok", "a"), result("ok", "b"),
+                    play_start(uuid=PLAY + "_1"), task_start("Set governor")],
+                   expected=["a", "b", "c", "d"])
+    assert summary.batch == 2
+    assert summary.status_line() == "Tune | batch 2 | hosts 2/4 done | Set governor"
+
+
+def test_a_new_play_restarts_batches_and_keeps_failed_hosts_finished():
+    summary = fold([play_start(), result("failed", "a"), result("ok", "b"),
+                    play_start("Deploy", uuid="0242ac11-0001-aaaa-bbbb-000000000099")],
+                   expected=["a", "b"])
+    assert (summary.play, summary.batch) == ("Deploy", 1)
+    assert summary.status_line() == "Deploy | batch 1 | hosts 1/2 done"
+
+
+def test_knobs_and_reboots_count_only_changed_results_of_tuning_modules():
+    summary = fold([
+        result("ok", "a", action="cpufreq_policy", changed=True),
+        result("ok", "a", action="ansible.legacy.pcie_mrrs", changed=True),
+        result("ok", "a", action="ansible.posix.sysctl", changed=True),
+        result("ok", "a", action="ansible.builtin.apt", changed=False),
+        result("ok", "a", action="ansible.builtin.template", changed=True),
+        result("ok", "a", action="ansible.builtin.reboot", changed=True),
+        result("skipped", "a", action="ansible.builtin.reboot"),
+        {"event": "runner_item_on_ok", "event_data": {"host": "a", "resolved_action": "cpuidle_states",
+                                                     "res": {"changed": True}}},
+        result("ok", "b", action="kernel_cmdline", changed=False),
+    ])
+    rows = by_host(summary)
+    assert (rows["a"]["knobs_changed"], rows["a"]["reboots"], rows["a"]["result"]) == (3, 1, "changed")
+    assert (rows["b"]["knobs_changed"], rows["b"]["reboots"], rows["b"]["result"]) == (0, 0, "ok")
+    assert summary.totals()["knobs_changed"] == 3
+
+
+def test_failure_reason_is_task_name_and_first_line_of_message():
+    summary = fold([result("failed", "a", task="Set MaxReadReq",
+                           res={"msg": "kernel lockdown refuses config writes\ndetail"})])
+    assert by_host(summary)["a"]["failure_reason"] == "Set MaxReadReq: kernel lockdown refuses config writes"
+    assert summary.any_failed
+
+
+def test_failed_loop_names_the_failed_item_message():
+    res = {"msg": "One or more items failed",
+           "results": [{"failed": False, "msg": "fine"}, {"failed": True, "msg": "cpu7: EBUSY"}]}
+    summary = fold([result("failed", "a", task="Set EPP", res=res)])
+    assert by_host(summary)["a"]["failure_reason"] == "Set EPP: cpu7: EBUSY"
+
+
+def test_ignored_failure_does_not_fail_the_host():
+    summary = fold([result("failed", "a", ignore_errors=True, res={"msg": "tolerated"})])
+    assert by_host(summary)["a"]["result"] == "ok"
+    assert not summary.any_failed
+
+
+def test_unreachable_host_reports_connection_message():
+    summary = fold([result("unreachable", "a", task="Read facts",
+                           res={"msg": "Failed to connect to the host via ssh: timed out"})])
+    row = by_host(summary)["a"]
+    assert row["result"] == "unreachable"
+    assert row["failure_reason"] == "Read facts: Failed to connect to the host via ssh: timed out"
+
+
+def test_recap_overrides_events_for_a_rescued_failure():
+    summary = fold([result("failed", "a", res={"msg": "first try"}),
+                    result("ok", "a", changed=True),
+                    stats(processed={"a": 1}, ok={"a": 2}, changed={"a": 1}, failures={}, dark={},
+                          rescued={"a": 1})])
+    assert by_host(summary)["a"] == {"host": "a", "result": "changed", "reboots": 0,
+                                     "knobs_changed": 0, "failure_reason": ""}
+    assert not summary.any_failed
+
+
+def test_hosts_never_reached_are_not_run():
+    summary = fold([play_start(), result("failed", "a"),
+                    stats(processed={"a": 1}, failures={"a": 1})], expected=["a", "b"])
+    assert by_host(summary)["b"]["result"] == "not run"
+    assert summary.totals() == {"hosts": 2, "ok": 0, "changed": 0, "failed": 1, "unreachable": 0,
+                                "not_run": 1, "reboots": 0, "knobs_changed": 0}
+
+
+# --- progress output -------------------------------------------------------------------
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_in_a_log_writes_one_line_per_position_change():
+    log = io.StringIO()
+    progress = Progress(log, "infertune rollout")
+    progress.update(("Tune", 1, "A"), "Tune | batch 1 | hosts 0/2 done | A")
+    progress.update(("Tune", 1, "A"), "Tune | batch 1 | hosts 1/2 done | A")
+    progress.update(("Tune", 2, "A"), "Tune | batch 2 | hosts 1/2 done | A")
+    progress.close()
+    assert log.getvalue().splitlines() == ["infertune rollout: Tune | batch 1 | hosts 0/2 done | A",
+                                           "infertune rollout: Tune | batch 2 | hosts 1/2 done | A"]
+
+
+def test_progress_on_a_terminal_redraws_one_line():
+    term = Terminal()
+    progress = Progress(term, "p")
+    progress.update(1, "one")
+    progress.update(1, "two")
+    progress.close()
+    assert term.getvalue() == "\r\x1b[Kp: one\r\x1b[Kp: two\n"
+
+
+# --- ansible invocation ----------------------------------------------------------------
+
+def test_options_pass_check_diff_and_extra_vars_through():
+    inv = runner.Invocation(FIXTURE, "site.yml", inventories=["/inv"], limit="node-a",
+                            check=True, diff=True, extra_vars=["a=1", "@/vars.yml"])
+    assert inv.options() == ["-e", "a=1", "-e", "@/vars.yml", "--check", "--diff"]
+    assert inv.selection() == ["-i", "/inv", "--limit", "node-a"]
+
+
+def test_relative_paths_become_absolute_and_other_values_pass(monkeypatch):
+    monkeypatch.chdir(FIXTURE)
+    assert runner.absolute("inventory.yml") == str(FIXTURE.resolve() / "inventory.yml")
+    assert runner.absolute("@site.yml", "@") == "@" + str(FIXTURE.resolve() / "site.yml")
+    assert runner.absolute("node-a,node-b,") == "node-a,node-b,"
+    assert runner.absolute("knob_dir=x", "@") == "knob_dir=x"
+
+
+def test_child_path_starts_with_the_bin_dir_of_our_python_when_it_has_ansible(tmp_path, monkeypatch):
+    (tmp_path / "ansible-playbook").touch()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", "/usr/bin")
+    assert runner.child_env()["PATH"] == f"{tmp_path}{os.pathsep}/usr/bin"
+    (tmp_path / "ansible-playbook").unlink()
+    assert runner.child_env()["PATH"] == "/usr/bin"
+
+
+def test_list_hosts_asks_ansible_and_honours_limit():
+    inv = runner.Invocation(FIXTURE, "site.yml", inventories=[str(FIXTURE / "inventory.yml")])
+    assert runner.list_hosts(inv) == ["node-a", "node-b", "node-c"]
+    inv.limit = "node-a,node-c"
+    assert runner.list_hosts(inv) == ["node-a", "node-c"]
+
+
+# --- end to end through ansible-runner ---------------------------------------------------
+
+def rollout(tmp_path, *extra, command="rollout"):
+    out = tmp_path / "summary.json"
+    status = cli.main([command, "-i", str(FIXTURE / "inventory.yml"), "-e", f"knob_dir={tmp_path}",
+                       "--json", str(out), *extra], root=FIXTURE)
+    return status, json.loads(out.read_text())
+
+
+def test_rollout_with_a_failed_host_exits_non_zero_and_names_it(tmp_path, capsys):
+    status, summary = rollout(tmp_path)
+    out, err = capsys.readouterr()
+    assert status != 0
+    failed_row = next(line for line in out.splitlines() if line.startswith("node-c"))
+    assert failed_row.split()[1] == "failed"
+    assert "Check the host: simulated fault on node-c" in failed_row
+    assert "second line" not in out
+    assert summary["totals"] == {"hosts": 3, "ok": 0, "changed": 2, "failed": 1, "unreachable": 0,
+                                 "not_run": 0, "reboots": 0, "knobs_changed": 3}
+    assert summary["exit_status"] == status
+    assert "infertune rollout: Roll out in batches | batch 2 | hosts 2/3 done | Check the host\n" in err
+    assert sorted(p.name for p in tmp_path.glob("node-*.conf")) == ["node-a.conf", "node-b.conf", "node-c.conf"]
+
+
+def test_rollout_of_healthy_hosts_exits_zero(tmp_path, capsys):
+    status, summary = rollout(tmp_path, "--limit", "node-a,node-b")
+    assert status == 0
+    assert summary["totals"]["hosts"] == 2
+    assert {row["result"] for row in summary["hosts"]} == {"changed"}
+
+
+def test_check_mode_reaches_ansible_and_changes_nothing(tmp_path, capsys):
+    status, summary = rollout(tmp_path, "--check", "--limit", "node-a")
+    assert (status, summary["check"], summary["totals"]["knobs_changed"]) == (0, True, 1)
+    assert not list(tmp_path.glob("node-*.conf"))
+
+
+def test_verify_runs_the_verify_playbook(tmp_path, capsys):
+    status, summary = rollout(tmp_path, command="verify")
+    assert (status, summary["playbook"], summary["totals"]["ok"]) == (0, "playbooks/verify.yml", 3)
+
+
+def test_ansible_errors_without_a_host_to_blame_are_shown_and_fail(tmp_path, capsys):
+    missing = tmp_path / "missing.yml"
+    status = cli.main(["rollout", "-i", str(FIXTURE / "inventory.yml"), "-e", f"@{missing}"], root=FIXTURE)
+    assert status != 0
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_missing_playbook_is_an_error(tmp_path, capsys):
+    assert cli.main(["verify"], root=tmp_path) == 2
+    assert "playbooks/verify.yml not found" in capsys.readouterr().err
