@@ -1,0 +1,115 @@
+"""The lab's hosts: names, fixed addresses, per-host state directory and container."""
+import json
+from dataclasses import dataclass
+
+import yaml
+
+from . import network, paths, podman
+
+DEFAULT_COUNT = 8
+DEFAULT_PROFILE = "seed-epyc-rtxpro6000"
+FIRST_OCTET = 11
+MAX_HOSTS = 254 - FIRST_OCTET + 1
+LABEL = "infertune-lab.host"
+FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost")
+INIT = "/lab/boot/init"
+
+
+@dataclass(frozen=True)
+class Host:
+    index: int
+    profile: str
+
+    @property
+    def name(self):
+        return f"lab-gpu-{self.index:02d}"
+
+    @property
+    def container(self):
+        return f"infertune-lab-{self.name}"
+
+    @property
+    def ip(self):
+        return f"{network.PREFIX}.{FIRST_OCTET - 1 + self.index}"
+
+    @property
+    def mac(self):
+        # Pinned per host: a recreated host with a new MAC left stale ARP entries (ssh time-outs).
+        return f"02:6c:61:62:00:{self.index:02x}"
+
+    @property
+    def dir(self):
+        return paths.HOSTS / self.name
+
+
+def plan(count, profile, profile_map):
+    """The hosts of a lab of `count` hosts; profile_map overrides the profile per host name."""
+    if not 1 <= count <= MAX_HOSTS:
+        raise RuntimeError(f"--hosts must be 1..{MAX_HOSTS}")
+    hosts = [Host(i, profile) for i in range(1, count + 1)]
+    unknown = set(profile_map) - {h.name for h in hosts}
+    if unknown:
+        raise RuntimeError(f"--profile-map names hosts outside the lab: {', '.join(sorted(unknown))}")
+    return [Host(h.index, profile_map.get(h.name, h.profile)) for h in hosts]
+
+
+def load_profile(name):
+    path = paths.PROFILES / f"{name}.yml"
+    if not path.is_file():
+        known = sorted(p.stem for p in paths.PROFILES.glob("*.yml"))
+        raise RuntimeError(f"no profile {name!r} ({path}); known: {', '.join(known) or 'none'}")
+    return yaml.safe_load(path.read_text())
+
+
+def prepare_dir(host, public_key):
+    """Write the host's profile.json, authorized_keys and faults/; True when the profile changed."""
+    host.dir.mkdir(parents=True, exist_ok=True)
+    (host.dir / "faults").mkdir(exist_ok=True)
+    (host.dir / "authorized_keys").write_text(public_key)
+    profile_json = host.dir / "profile.json"
+    text = json.dumps(load_profile(host.profile), indent=2, sort_keys=True) + "\n"
+    changed = not profile_json.exists() or profile_json.read_text() != text
+    if changed:
+        profile_json.write_text(text)
+    return changed
+
+
+def faults(host_name):
+    fault_dir = paths.HOSTS / host_name / "faults"
+    return sorted(p.name for p in fault_dir.iterdir()) if fault_dir.is_dir() else []
+
+
+def set_fault(host_name, name, value, clear):
+    if name not in FAULTS:
+        raise RuntimeError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+    if name == "gpu-lost" and not clear and not (value or "").isdigit():
+        raise RuntimeError("gpu-lost needs the GPU index: labctl fault HOST gpu-lost INDEX")
+    fault_dir = paths.HOSTS / host_name / "faults"
+    if not fault_dir.is_dir():
+        raise RuntimeError(f"no lab host {host_name!r} (run labctl up)")
+    path = fault_dir / name
+    if clear:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(f"{value}\n" if value else "")
+
+
+def containers():
+    """{container name: {"state", "image", "host"}} of every lab container, running or not."""
+    out = podman.run("ps", "-a", "--filter", f"label={LABEL}", "--format", "json")
+    return {c["Names"][0]: {"state": c["State"], "image": c["Image"], "host": c["Labels"][LABEL]}
+            for c in json.loads(out or "[]")}
+
+
+def create(host, image_tag):
+    podman.run(
+        "run", "-d", "--name", host.container, "--hostname", host.name,
+        "--network", network.NAME, "--ip", host.ip, "--mac-address", host.mac,
+        "--systemd=always", "--cap-add", "SYS_ADMIN", "--restart=always", "--stop-timeout", "5",
+        "-v", f"{paths.BOOT}:/lab/boot:ro", "-v", f"{host.dir}:/lab/host:ro",
+        "--label", f"{LABEL}={host.name}", image_tag, INIT,
+    )
+
+
+def remove(container):
+    podman.run("rm", "-f", "-t", "5", container)

@@ -1,0 +1,198 @@
+"""Build the lab's Debian bookworm host image with debootstrap, cached by the hash of its recipe."""
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import time
+
+from . import mirror, paths, podman
+
+CODENAME = "bookworm"
+REPOSITORY = "localhost/infertune-lab"
+IMAGE_INFO = "/etc/infertune-lab-image.json"
+DIVERTED = {"grub-probe": "/usr/sbin/grub-probe", "update-initramfs": "/usr/sbin/update-initramfs"}
+CHROOT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
+              "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"}
+LOG = paths.BUILD / "build.log"
+
+
+def recipe_hash():
+    """Hash of the recipe: the files under lab/image/ and the build steps in this module."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in paths.RECIPE.rglob("*") if p.is_file()) + [paths.LAB / "infra/image.py"]
+    for path in files:
+        digest.update(str(path.relative_to(paths.LAB)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def tag():
+    return f"{REPOSITORY}:{recipe_hash()}"
+
+
+def info():
+    """image.json of the current build: tag, kernel_package, kernel_release, base_kernel_release."""
+    if not paths.IMAGE_JSON.exists():
+        return None
+    data = json.loads(paths.IMAGE_JSON.read_text())
+    return data if data.get("tag") == tag() else None
+
+
+def _packages(name):
+    lines = (paths.RECIPE / name).read_text().splitlines()
+    return [w for w in (line.split("#")[0].strip() for line in lines) if w]
+
+
+class _Build:
+    def __init__(self, root):
+        self.root = root
+        self.started = time.monotonic()
+
+    def step(self, text):
+        print(f"[image {time.monotonic() - self.started:5.0f}s] {text}", flush=True)
+
+    def sh(self, argv, **kw):
+        with LOG.open("a") as log:
+            log.write(f"\n$ {' '.join(argv)}\n")
+            log.flush()
+            proc = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, text=True, **kw)
+        if proc.returncode != 0:
+            tail = "".join(LOG.read_text().splitlines(keepends=True)[-30:])
+            raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}); log {LOG}:\n{tail}")
+
+    def chroot(self, *argv):
+        self.sh(["chroot", str(self.root), *argv], env=CHROOT_ENV)
+
+    def chroot_out(self, *argv):
+        return subprocess.run(["chroot", str(self.root), *argv], env=CHROOT_ENV, check=True,
+                              capture_output=True, text=True).stdout
+
+    def write(self, path, text, mode=0o644):
+        target = self.root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
+
+
+def _mounts_under(root):
+    with open("/proc/self/mounts") as mounts:
+        points = [line.split()[1] for line in mounts]
+    return [p for p in points if p == str(root) or p.startswith(f"{root}/")]
+
+
+def _unmount_all(root):
+    for point in sorted(_mounts_under(root), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=True)
+
+
+def _clean_build_dir():
+    # Never rm -rf through a bind mount of the machine's /dev or /proc left by a failed build.
+    _unmount_all(paths.BUILD)
+    if _mounts_under(paths.BUILD):
+        raise RuntimeError(f"mounts remain under {paths.BUILD}; unmount them and retry")
+    shutil.rmtree(paths.BUILD, ignore_errors=True)
+    paths.BUILD.mkdir(parents=True)
+
+
+def _install_stubs(b):
+    """Divert grub-probe and update-initramfs before their packages arrive (see the stubs' comments)."""
+    for stub, target in DIVERTED.items():
+        b.chroot("dpkg-divert", "--local", "--rename", "--divert", f"{target}.distrib", "--add", target)
+        b.write(target, (paths.RECIPE / stub).read_text(), 0o755)
+
+
+def _backports_kernel(b):
+    """Resolve linux-image-amd64 in bookworm-backports to its concrete linux-image-<release>."""
+    show = b.chroot_out("apt-cache", "show", f"linux-image-amd64/{CODENAME}-backports")
+    match = re.search(r"^Depends:.*?\b(linux-image-(\d\S*?))\s*\(", show, re.M)
+    if not match:
+        raise RuntimeError(f"cannot resolve linux-image-amd64 in {CODENAME}-backports:\n{show}")
+    return match.group(1), match.group(2)
+
+
+def _predownload(b, package):
+    """Put the backports kernel (as concrete package and as metapackage) and whatever they need that
+    is not installed into /var/cache/apt/archives; prove that installing it later on a host, either
+    way, has nothing left to download."""
+    meta = f"linux-image-amd64/{CODENAME}-backports"
+    b.chroot("apt-get", "install", "--download-only", "-y", package, meta)
+    for request in ([package], ["-t", f"{CODENAME}-backports", "linux-image-amd64"]):
+        pending = b.chroot_out("apt-get", "install", "--print-uris", "-qq", "-y", *request).strip()
+        if pending:
+            raise RuntimeError(f"apt-get install {' '.join(request)} would still download:\n{pending}")
+
+
+def _update_grub(b, base_release):
+    (b.root / "boot/grub").mkdir(exist_ok=True)  # grub-install creates it on a real host
+    b.chroot("update-grub")
+    cfg = (b.root / "boot/grub/grub.cfg").read_text()
+    entry = re.search(rf"^\s*linux\s+/boot/vmlinuz-{re.escape(base_release)}\s+root=\S+\s+ro\s+quiet\s*$",
+                      cfg, re.M)
+    if "menuentry " not in cfg or not entry:
+        raise RuntimeError(f"update-grub produced no menuentry booting {base_release} with 'ro quiet'")
+
+
+def _build(b, image_tag, mirrors):
+    root = b.root
+    b.step(f"debootstrap {CODENAME} from {mirrors.main} (minbase, ~2 min)")
+    b.sh(["debootstrap", "--variant=minbase", f"--include={','.join(_packages('packages-debootstrap.txt'))}",
+          CODENAME, str(root), mirrors.main])
+    # Keep package scripts from starting services inside the build chroot.
+    b.write("/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0o755)
+    (root / "etc/apt/sources.list").unlink(missing_ok=True)
+    b.write("/etc/apt/sources.list.d/debian.sources", mirror.image_sources(mirrors, CODENAME))
+    b.sh(["mount", "-t", "proc", "proc", str(root / "proc")])
+    b.sh(["mount", "--rbind", "/dev", str(root / "dev")])
+    _install_stubs(b)
+    b.step("apt-get update (bookworm, -updates, -security, -backports)")
+    b.chroot("apt-get", "update")
+    b.step("install GRUB, initramfs-tools, kernel 6.1, python3-venv/pip")
+    b.chroot("apt-get", "install", "-y", "--no-install-recommends", *_packages("packages-apt.txt"))
+    if not (root / "etc/default/grub").exists():
+        # What grub-pc's postinst would install; the kernel_cmdline role edits this file.
+        shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
+    base_release = sorted(p.name.removeprefix("vmlinuz-") for p in (root / "boot").glob("vmlinuz-*"))[-1]
+    b.step(f"update-grub (boot entry for {base_release})")
+    _update_grub(b, base_release)
+    package, release = _backports_kernel(b)
+    b.step(f"pre-download {package} from {CODENAME}-backports (~100 MB)")
+    _predownload(b, package)
+    b.write("/etc/ssh/sshd_config.d/lab.conf", (paths.RECIPE / "sshd-lab.conf").read_text())
+    b.chroot("ssh-keygen", "-A")
+    # Each host gets its own machine-id at first boot instead of sharing the build's; systemd
+    # would copy dbus's build-time id, so link it to /etc/machine-id as a Debian installer does.
+    b.write("/etc/machine-id", "")
+    (root / "var/lib/dbus/machine-id").unlink(missing_ok=True)
+    (root / "var/lib/dbus/machine-id").symlink_to("/etc/machine-id")
+    (root / "usr/sbin/policy-rc.d").unlink()
+    meta = {"kernel_package": package, "kernel_release": release, "base_kernel_release": base_release}
+    b.write(IMAGE_INFO, json.dumps(meta, indent=2) + "\n")
+    _unmount_all(root)
+    b.step(f"podman import -> {image_tag}")
+    tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+    podman.run("import", "--change", 'CMD ["/sbin/init"]', "-", image_tag, stdin=tar.stdout)
+    tar.stdout.close()
+    if tar.wait() != 0:
+        raise RuntimeError("tar of the image root failed")
+    return meta
+
+
+def ensure():
+    """Return image.json for the current recipe, building the image first when it is missing."""
+    image_tag = tag()
+    current = info()
+    if current and podman.run("image", "exists", image_tag, check=False, capture=False) == 0:
+        return current
+    mirrors = mirror.derive()
+    _clean_build_dir()
+    b = _Build(paths.BUILD / "rootfs")
+    b.step(f"building {image_tag}; log: {LOG}")
+    try:
+        meta = _build(b, image_tag, mirrors)
+    finally:
+        _unmount_all(paths.BUILD)
+    shutil.rmtree(b.root)
+    meta = {"tag": image_tag, **meta}
+    paths.IMAGE_JSON.write_text(json.dumps(meta, indent=2) + "\n")
+    b.step("done")
+    return meta
