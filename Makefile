@@ -20,6 +20,7 @@ lab-up: setup
 	$(LABCTL) host-setup
 	$(LABCTL) image
 	$(LABCTL) up
+	$(BIN)/ansible-playbook lab/provision/sglang.yml
 
 lab-down:
 	$(LABCTL) down
