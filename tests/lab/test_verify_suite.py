@@ -1,0 +1,77 @@
+"""tests/verify against the lab: an untuned host fails on exactly the knobs that are off,
+a tuned one passes, and playbooks/verify.yml reports both in reports/fleet.json.
+
+Starts from a fresh lab like test_site.py (every host as `labctl up` creates it), then
+converges one host. Read-only on the hosts apart from that converge.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, labctl, playbook
+
+from infertune import report
+
+pytestmark = pytest.mark.lab
+
+# What a fresh seed-epyc-rtxpro6000 host is off on: firmware defaults (kernel 6.1,
+# acpi-cpufreq/schedutil, C2 enabled, numa_balancing 1, MaxReadReq 512) and nothing
+# installed. Its 8 GPUs of compute 12.0 already match, and nothing wrote elsewhere.
+UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_governor", "cpufreq_epp",
+               "no_deep_cstates", "numa_balancing", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
+               "tuning_persistence"}
+UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere"}
+
+
+def verify(hosts, junit):
+    """Run the suite as an operator would; return report.read_junit's {host: {test: outcome}}."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
+         "--hosts=" + ",".join("ansible://" + h for h in hosts), "--ansible-inventory=inventory/lab",
+         f"--junitxml={junit}"],
+        # testinfra's ansible backend calls ansible-inventory from the venv.
+        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+        cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-2000:]
+    return report.read_junit([junit])
+
+
+@pytest.fixture(scope="module")
+def hosts(lab):
+    labctl("up", "--fresh")
+    return lab.healthy_hosts()
+
+
+def test_untuned_hosts_fail_on_exactly_the_knobs_that_are_off(hosts, tmp_path):
+    results = verify(hosts, tmp_path / "untuned.xml")
+    for host in hosts:
+        outcome = results[host]
+        assert {t for t, r in outcome.items() if r["status"] == "fail"} == UNTUNED_OFF, (host, outcome)
+        assert {t for t, r in outcome.items() if r["status"] == "pass"} == UNTUNED_PASS, (host, outcome)
+        for test in UNTUNED_OFF:
+            detail = outcome[test]["detail"]
+            # host, knob, expected and found, on one line: no traceback.
+            assert detail.startswith(host + ": ") and ": expected " in detail and ", found " in detail, detail
+            assert "Traceback" not in detail and "\n" not in detail
+
+
+def test_converged_host_passes_and_the_report_shows_both(hosts, tmp_path):
+    tuned, untuned = hosts[0], hosts[1]
+    rc, out = playbook("site.yml", "--limit", tuned)
+    assert rc == 0, out[-6000:]
+    rc, out = playbook("playbooks/verify.yml", "--limit", f"{tuned},{untuned}")
+    assert rc != 0, "verify.yml passed a host that was never tuned"
+    assert f"{untuned}: running kernel: expected" in out, out[-4000:]
+
+    fleet = json.loads((ROOT / "reports" / "fleet.json").read_text())
+    assert fleet["hosts"][tuned]["result"] == "pass", fleet["hosts"][tuned]
+    assert fleet["hosts"][tuned]["tuned_at"], "no tuning fragment: roles/report did not run in tune.yml"
+    assert fleet["hosts"][tuned]["knobs"]["mrrs"]["changed"]
+    assert set(fleet["hosts"][untuned]["failing"]) >= {"kernel", "mrrs", "numa", "cpuidle"}
+
+    results = verify([tuned], tmp_path / "tuned.xml")[tuned]
+    assert {t: r["status"] for t, r in results.items() if r["status"] != "pass"} == {}

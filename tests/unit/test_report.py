@@ -1,0 +1,88 @@
+"""infertune.report: JUnit + tuning fragments -> fleet.md / fleet.json."""
+import json
+
+from infertune import report
+
+JUNIT = """<?xml version="1.0"?>
+<testsuites><testsuite name="pytest">
+ <testcase classname="tests.verify.test_pcie_mrrs" name="test_pcie_mrrs[ansible://gpu-01]"/>
+ <testcase classname="tests.verify.test_pcie_mrrs" name="test_pcie_mrrs[ansible://gpu-02]">
+  <failure message="Failed: gpu-02: MaxReadReq: ...">gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512</failure>
+ </testcase>
+ <testcase classname="tests.verify.test_pcie_mrrs" name="test_pcie_mrrs_untouched_elsewhere[ansible://gpu-02]"/>
+ <testcase classname="tests.verify.test_cpu_power" name="test_cpufreq_governor[ansible://gpu-01]">
+  <skipped type="pytest.skip" message="gpu-01: cpufreq governor: not applicable on this host: no cpufreq">x</skipped>
+ </testcase>
+ <testcase classname="tests.verify.test_cpu_power" name="test_cpufreq_epp[ansible://gpu-01]"/>
+ <testcase classname="tests.verify.test_nvidia" name="test_gpu_count[ansible://root@gpu-02]">
+  <error message="failed on setup with &quot;RuntimeError: ssh&quot;">Traceback (most recent call last): ...</error>
+ </testcase>
+ <testcase classname="tests.verify.test_new" name="test_hugepages[ansible://gpu-01]"/>
+</testsuite></testsuites>
+"""
+
+FRAGMENT = {
+    "host": "gpu-01", "written": "2026-11-30T10:00:00", "check_mode": False,
+    "results": {
+        "pcie_mrrs_result": {"before": {"0000:41:00.0": 512, "0000:42:00.0": 512},
+                             "after": {"0000:41:00.0": 4096, "0000:42:00.0": 4096}, "changed": True},
+        "kernel_cmdline_result": {"before": "quiet", "after": "quiet processor.max_cstate=1", "changed": True},
+        "kernel_reboot_result": {"skipped": True, "skip_reason": "Conditional result was False", "changed": False},
+        "cpu_power_cpufreq": {"before": {"governor": {"powersave": 128}}, "after": {"governor": {"performance": 128}},
+                              "changed": True},
+    },
+}
+
+
+def write(tmp_path):
+    (tmp_path / "verify").mkdir()
+    (tmp_path / "verify" / "all.xml").write_text(JUNIT)
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "gpu-01.json").write_text(json.dumps(FRAGMENT))
+
+
+def test_junit_outcomes_per_host_and_test(tmp_path):
+    write(tmp_path)
+    results = report.read_junit([tmp_path / "verify" / "all.xml"])
+    assert results["gpu-01"]["pcie_mrrs"] == {"status": "pass", "detail": ""}
+    assert results["gpu-02"]["pcie_mrrs"]["status"] == "fail"
+    assert results["gpu-02"]["pcie_mrrs"]["detail"] == "gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512"
+    assert results["gpu-01"]["cpufreq_governor"]["status"] == "n/a"
+    # An error keeps its one-line gist, not the traceback; user@ is not part of the host.
+    assert results["gpu-02"]["gpu_count"] == {"status": "error", "detail": 'failed on setup with "RuntimeError: ssh"'}
+
+
+def test_fleet_json_verdicts_and_changes(tmp_path):
+    write(tmp_path)
+    assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01,gpu-02,gpu-03"]) == 0
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert fleet["summary"] == {"hosts": 3, "pass": 1, "fail": 1, "not verified": 1}
+    one, two = fleet["hosts"]["gpu-01"], fleet["hosts"]["gpu-02"]
+    assert one["result"] == "pass" and one["tuned_at"] == "2026-11-30T10:00:00"
+    assert two["failing"] == ["mrrs", "gpus"]  # mrrs: one check passed, one failed
+    # A knob shows the worst of its checks: n/a governor + passing EPP -> pass.
+    assert one["knobs"]["cpufreq"]["verify"] == "pass"
+    assert one["knobs"]["mrrs"]["tuning"]["pcie_mrrs_result"]["change"] == "512 on 2 → 4096 on 2"
+    assert one["knobs"]["cmdline"]["tuning"]["kernel_cmdline_result"]["change"] == "+processor.max_cstate=1"
+    assert one["knobs"]["reboot"]["tuning"]["kernel_reboot_result"]["change"] == \
+        "skipped: Conditional result was False"
+    assert one["knobs"]["cpufreq"]["tuning"]["cpu_power_cpufreq"]["change"] == \
+        "governor: powersave 128 → governor: performance 128"
+    assert one["knobs"]["mrrs"]["changed"] and not one["knobs"]["gpus"]["changed"]
+    # A test the catalog does not know yet still gets its own column.
+    assert one["knobs"]["hugepages"]["verify"] == "pass"
+    assert fleet["hosts"]["gpu-03"]["result"] == "not verified"
+
+
+def test_markdown_summarises_before_details(tmp_path):
+    write(tmp_path)
+    report.main(["--dir", str(tmp_path)])
+    text = (tmp_path / "fleet.md").read_text()
+    head, details = text.split("## Per host", 1)
+    assert "2 hosts: 1 pass, 1 fail, 0 not verified." in head
+    assert "Needs attention: **gpu-02** (MaxReadReq, GPUs)" in head
+    assert "| gpu-01 | pass | · | · ↻ | · |" in head  # kernel, command line (changed), reboot: no checks here
+    assert "- gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512" in head
+    assert '- gpu-02: GPUs: failed on setup with "RuntimeError: ssh"' in head
+    assert "<summary>gpu-02: fail, no tuning record</summary>" in details
+    assert "| MaxReadReq | 512 on 2 → 4096 on 2 | ✅  |" in details

@@ -1,0 +1,90 @@
+"""CPU frequency driver, governor, EPP and idle states on every CPU (role cpu_power)."""
+from outcome import mismatch, not_applicable
+from readings import cpu_ranges, grep_files, per_cpu, per_value, sections
+
+CPU = "cd /sys/devices/system/cpu && "
+NO_CPUFREQ = "no cpufreq policy on any CPU (no cpuN/cpufreq directory: frequency is owned by the hypervisor or firmware)"
+# cpufreq driver names per amd_pstate mode (amd_pstate_epp: kernels before 6.5).
+AMD_PSTATE_DRIVERS = {
+    "active": ("amd-pstate-epp", "amd_pstate_epp"),
+    "passive": ("amd-pstate", "amd_pstate"),
+    "guided": ("amd-pstate", "amd_pstate"),
+    "disable": ("acpi-cpufreq",),
+}
+
+
+def test_cpufreq_driver(name, sh, want, cpu_vendor):
+    cpus, drivers, status = sections(sh(
+        CPU + "ls -d cpu[0-9]*; echo @@; grep -H . cpu[0-9]*/cpufreq/scaling_driver 2>/dev/null;"
+              " echo @@; cat amd_pstate/status 2>/dev/null"), 3)
+    drivers = per_cpu(grep_files(drivers))
+    if not drivers:
+        not_applicable(name, "cpufreq driver", NO_CPUFREQ)
+    mode = want["cpu_power_amd_pstate_mode"]
+    if cpu_vendor != "AuthenticAMD" or not mode:
+        not_applicable(name, "cpufreq driver", f"amd_pstate is for AMD CPUs (vendor {cpu_vendor}, mode {mode!r}); "
+                                               f"driver {per_value(drivers)}")
+    allowed = AMD_PSTATE_DRIVERS[mode]
+    without = sorted(set(cpus.split()) - set(drivers))
+    wrong = {cpu: d for cpu, d in drivers.items() if d not in allowed}
+    status = status.strip() or "absent"
+    status_ok = status == mode or (mode == "disable" and status == "absent")
+    if without or wrong or not status_ok:
+        found = per_value(drivers) + (f"; no cpufreq on {cpu_ranges(without)}" if without else "")
+        mismatch(name, "cpufreq driver", f"{allowed[0]} on every CPU, amd_pstate/status {mode}",
+                 f"{found}, amd_pstate/status {status}")
+
+
+def test_cpufreq_governor(name, sh, want):
+    governors = per_cpu(grep_files(sh(CPU + "grep -H . cpu[0-9]*/cpufreq/scaling_governor 2>/dev/null")))
+    if not governors:
+        not_applicable(name, "cpufreq governor", NO_CPUFREQ)
+    if any(g != want["cpu_power_governor"] for g in governors.values()):
+        mismatch(name, "cpufreq governor", f"{want['cpu_power_governor']} on every CPU", per_value(governors))
+
+
+def test_cpufreq_epp(name, sh, want, cpu_vendor):
+    epp, driver = sections(sh(
+        CPU + "grep -H . cpu[0-9]*/cpufreq/energy_performance_preference 2>/dev/null;"
+              " echo @@; cat cpu0/cpufreq/scaling_driver 2>/dev/null"), 2)
+    epp, driver = per_cpu(grep_files(epp)), driver.strip()
+    expected = f"{want['cpu_power_epp']} on every CPU"
+    if not driver:
+        not_applicable(name, "EPP", NO_CPUFREQ)
+    if not epp:
+        # amd_pstate=active is what offers EPP on AMD: its absence there is the knob being off.
+        if cpu_vendor == "AuthenticAMD" and want["cpu_power_amd_pstate_mode"] == "active":
+            mismatch(name, "EPP", expected, f"no energy_performance_preference (cpufreq driver {driver})")
+        not_applicable(name, "EPP", f"cpufreq driver {driver} offers no energy_performance_preference")
+    if any(v != want["cpu_power_epp"] for v in epp.values()):
+        mismatch(name, "EPP", expected, per_value(epp))
+
+
+def idle_states(output):
+    """{(cpu, state): {'name': .., 'latency': .., 'disable': ..}} from grep -H output."""
+    states = {}
+    for path, value in grep_files(output).items():
+        cpu, _, state, field = path.split("/")
+        states.setdefault((cpu, state), {})[field] = value
+    return states
+
+
+def test_no_deep_cstates(name, sh, want):
+    driver, listing = sections(sh(
+        CPU + "cat cpuidle/current_driver 2>/dev/null; echo @@;"
+              " grep -H . cpu[0-9]*/cpuidle/state[0-9]*/name cpu[0-9]*/cpuidle/state[0-9]*/latency"
+              " cpu[0-9]*/cpuidle/state[0-9]*/disable 2>/dev/null"), 2)
+    driver, states = driver.strip() or "absent", idle_states(listing)
+    if driver in ("absent", "none") or not states:
+        not_applicable(name, "C-states", f"cpuidle driver is {driver}: no idle states to disable")
+    limit = int(want["cpu_power_cstate_max_latency"])
+    offenders = {}
+    for (cpu, _), state in states.items():
+        deep = state["name"] != "POLL" and int(state["latency"]) > limit
+        if deep and state["disable"] == "0":
+            offenders.setdefault(f"{state['name']} (exit latency {state['latency']} us) enabled", []).append(cpu)
+        if state["name"] == "POLL" and state["disable"] != "0":
+            offenders.setdefault("POLL disabled", []).append(cpu)
+    if offenders:
+        found = "; ".join(f"{what} on {cpu_ranges(cpus)}" for what, cpus in sorted(offenders.items()))
+        mismatch(name, "C-states", f"every idle state above {limit} us disabled on every CPU, POLL enabled", found)

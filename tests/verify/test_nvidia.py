@@ -1,0 +1,80 @@
+"""NVIDIA module options (role nvidia_options) and the GPUs the gate expects (role gpu_gate)."""
+import shlex
+
+import pytest
+
+from outcome import mismatch
+from readings import grep_files, sections
+
+BOOLEAN = {"y": "1", "yes": "1", "true": "1", "on": "1", "n": "0", "no": "0", "false": "0", "off": "0"}
+
+
+def normal(value):
+    """Module parameters read back Y/N for bools; compare them as 1/0."""
+    text = str(value).strip()
+    return BOOLEAN.get(text.lower(), text)
+
+
+def options_in(text):
+    """{module: {param: value}} from modprobe.d `options` lines."""
+    found = {}
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if len(words) > 2 and words[0] == "options":
+            for assignment in words[2:]:
+                param, _, value = assignment.partition("=")
+                found.setdefault(words[1], {})[param] = value
+    return found
+
+
+def test_nvidia_module_options(name, sh, want):
+    wanted = {(m, p): normal(v) for m, params in want["nvidia_module_options"].items() for p, v in params.items()}
+    conf = want["nvidia_options_file"]
+    live_paths = " ".join(f"/sys/module/{m}/parameters/{p}" for m, p in wanted)
+    text, live = sections(sh(f"cat {shlex.quote(conf)} 2>/dev/null; echo @@; grep -sH . {live_paths}"), 2)
+    written, live = options_in(text), grep_files(live)
+    problems = []
+    for (module, param), value in sorted(wanted.items()):
+        in_file = written.get(module, {}).get(param)
+        running = live.get(f"/sys/module/{module}/parameters/{param}")
+        if in_file is None or normal(in_file) != value:
+            problems.append(f"{module}.{param} in {conf}: {in_file or 'absent'}")
+        # A module that is not loaded takes the file's value when it loads.
+        if running is not None and normal(running) != value:
+            problems.append(f"{module}.{param} live: {running} (reload the module or reboot)")
+    if problems:
+        expected = ", ".join(f"{m}.{p}={v}" for (m, p), v in sorted(wanted.items()))
+        mismatch(name, "NVIDIA module options", f"{expected} in {conf} and live", "; ".join(problems))
+
+
+@pytest.fixture(scope="module")
+def gpus(sh):
+    """([(index, bus id, compute capability)], [lines nvidia-smi printed otherwise])."""
+    out = sh("nvidia-smi --query-gpu=index,pci.bus_id,compute_cap --format=csv,noheader 2>&1; echo \"@@rc=$?\"")
+    rows, other = [], []
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 3 and fields[0].isdigit():
+            rows.append(tuple(fields))
+        elif not line.startswith("@@rc=0"):
+            other.append(line.replace("@@rc=", "exit status ").strip())
+    return rows, other
+
+
+def test_gpu_count(name, gpus, want):
+    rows, other = gpus
+    expected = int(want["gpu_gate_expected_count"])
+    if len(rows) != expected:
+        found = f"{len(rows)} GPUs" + (" (nvidia-smi: " + "; ".join(other)[-300:] + ")" if other else "")
+        mismatch(name, "GPU count", f"{expected} GPUs", found)
+
+
+def test_gpu_compute_capability(name, gpus, want):
+    rows, other = gpus
+    expected = str(want["gpu_gate_compute_capability"])
+    if not rows:
+        mismatch(name, "GPU compute capability", f"{expected} on every GPU",
+                 "no GPU answered (nvidia-smi: " + "; ".join(other)[-300:] + ")")
+    wrong = [f"GPU {index} ({bus}): {cc}" for index, bus, cc in rows if cc != expected]
+    if wrong:
+        mismatch(name, "GPU compute capability", f"{expected} on every GPU", ", ".join(wrong))

@@ -1,0 +1,47 @@
+"""sglang.service (role sglang) and the boot-time re-apply oneshot (role tuning_persistence)."""
+import json
+
+from outcome import mismatch, not_applicable
+from readings import sections
+
+RESULTS = "/run/infertune/apply.json"
+
+
+def unit_state(text):
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def test_sglang_unit(name, sh, want):
+    enabled, started = bool(want["sglang_service_enabled"]), bool(want["sglang_service_started"])
+    # sglang answers /health without the API key; bound to all addresses it answers on loopback.
+    address = "127.0.0.1" if want["sglang_host"] in ("0.0.0.0", "::") else want["sglang_host"]
+    health = (f"python3 -c \"import urllib.request as u; print(u.urlopen('http://{address}:{want['sglang_port']}/health',"
+              f" timeout=10).status)\" 2>&1 | tail -n1") if started else "true"
+    state, answer = sections(sh("systemctl show sglang.service -p LoadState -p UnitFileState -p ActiveState"
+                                f" 2>&1; echo @@; {health}"), 2)
+    state = unit_state(state)
+    found = ", ".join(f"{k} {v}" for k, v in sorted(state.items())) or "systemctl not available"
+    expected = "installed, " + ("enabled" if enabled else "not enabled") + (", active and /health 200" if started else "")
+    problems = state.get("LoadState") != "loaded"
+    problems |= (state.get("UnitFileState") == "enabled") != enabled
+    if started:
+        problems |= state.get("ActiveState") != "active" or answer.strip() != "200"
+        found += f", /health: {answer.strip() or 'no answer'}"
+    if problems:
+        mismatch(name, "sglang.service", expected, found)
+
+
+def test_tuning_persistence(name, sh, want):
+    if not want["tuning_persistence_enabled"]:
+        not_applicable(name, "boot-time re-apply", "tuning_persistence_enabled is false")
+    state, results = sections(sh("systemctl show infertune-tune.service -p UnitFileState -p ActiveState -p Result"
+                                 f" 2>&1; echo @@; cat {RESULTS} 2>/dev/null"), 2)
+    state = unit_state(state)
+    try:
+        failed = [f"{knob}: {r.get('msg', '')}" for knob, r in sorted(json.loads(results).items()) if not r.get("ok")]
+    except ValueError:
+        failed = [f"{RESULTS} absent or unreadable"]
+    expected = f"infertune-tune.service enabled, run this boot with every knob ok in {RESULTS}"
+    if state.get("UnitFileState") != "enabled" or state.get("ActiveState") != "active" or failed:
+        found = ", ".join(f"{k} {v}" for k, v in sorted(state.items())) or "systemctl not available"
+        mismatch(name, "boot-time re-apply", expected, "; ".join([found] + failed))
