@@ -154,5 +154,7 @@ def test_secrets_go_only_to_the_root_only_file():
     tasks = {task["name"]: task for task in yaml.safe_load((ROLE / "tasks" / "install.yml").read_text())}
     secret_task = tasks["Write the secrets to a file only root can read"]
     assert secret_task["no_log"] is True
-    assert secret_task["ansible.builtin.template"]["mode"] == "0600"
-    assert tasks["Write the non-secret server environment"]["ansible.builtin.template"]["mode"] == "0644"
+    assert [f["mode"] for f in secret_task["install_files"]["files"]] == ["0600"]
+    public_files = tasks["Write the launch script, server environment and unit"]["install_files"]["files"]
+    assert all("secrets" not in f["content"] for f in public_files)
+    assert {f["path"]: f.get("mode", "0644") for f in public_files}["{{ sglang_env_file }}"] == "0644"
