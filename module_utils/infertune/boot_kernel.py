@@ -57,14 +57,19 @@ def _grub(root, release, gate):
 
 def apply_boot_kernel(root, release, gate):
     image = "/boot/vmlinuz-%s" % release
+    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
     if not os.path.exists(sysfs.path(root, image)):
-        raise TuningError("%s is absent: install the kernel package for %s first" % (image, release))
+        if not gate.check_mode:
+            raise TuningError("%s is absent: install the kernel package for %s first" % (image, release))
+        # Under --check the package task only said it would install the kernel.
+        return {"changed": True, "before": grubcfg.saved_entry(root), "after": "(entry for %s once installed)" % release,
+                "loader": None, "running": running, "boot_kernel_reboot_required": running != release,
+                "msg": "would boot %s by default once its package is installed" % release}
     writes_before = len(gate.actions)
     if root in ("/", "") and shutil.which("proxmox-boot-tool"):
         before, after, loader = _proxmox(release, gate)
     else:
         before, after, loader = _grub(root, release, gate)
-    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
     return {"changed": len(gate.actions) > writes_before, "before": before, "after": after,
             "loader": loader, "running": running, "boot_kernel_reboot_required": running != release,
             "msg": "%s boots %s by default" % (loader, release)}

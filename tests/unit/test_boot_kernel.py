@@ -97,6 +97,14 @@ def test_missing_kernel_image_fails_clearly(boot_root):
         apply_boot_kernel(boot_root, "6.14.0-1-amd64", Gate(runner=Recorder()))
 
 
+def test_check_mode_before_the_package_is_installed_predicts_a_reboot(boot_root):
+    """Under --check the apt task installs nothing, so the image is still absent."""
+    before = snapshot(boot_root)
+    result = apply_boot_kernel(boot_root, "6.14.0-1-amd64", Gate(check_mode=True, runner=Recorder()))
+    assert result["changed"] and result["boot_kernel_reboot_required"]
+    assert snapshot(boot_root) == before
+
+
 def test_proxmox_pinned_kernel_parsing():
     listing = ("Manually selected kernels:\nNone.\n\nAutomatically selected kernels:\n6.8.12-4-pve\n"
                "6.14.11-2-pve\n\nPinned kernel:\n6.14.11-2-pve\n")
