@@ -19,7 +19,7 @@ $(BIN)/ansible-playbook: requirements.txt
 lab-up: setup
 	$(LABCTL) host-setup
 	$(LABCTL) image
-	$(LABCTL) up
+	$(LABCTL) up --hosts 8 --profile seed-epyc-rtxpro6000 --profile-map ""
 	$(BIN)/ansible-playbook lab/provision/sglang.yml
 
 lab-down:
