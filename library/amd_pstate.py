@@ -44,21 +44,14 @@ skipped_reason:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.amd_pstate import MODES, apply_mode
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
     module = AnsibleModule(argument_spec={"mode": {"type": "str", "required": True, "choices": list(MODES)}},
                            supports_check_mode=True)
-    try:
-        result = apply_mode("/", module.params["mode"], Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff:
-        result["diff"] = {"before": "%s\n" % (result["before"] or ""),
-                          "after": "%s\n" % (result["after"] or "")}
-    module.exit_json(**result)
+    run_knob(module, apply_mode, module.params["mode"])
 
 
 if __name__ == "__main__":

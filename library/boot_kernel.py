@@ -49,20 +49,13 @@ boot_kernel_reboot_required:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.boot_kernel import apply_boot_kernel
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
     module = AnsibleModule(argument_spec={"release": {"type": "str", "required": True}}, supports_check_mode=True)
-    try:
-        result = apply_boot_kernel("/", module.params["release"], Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff:
-        result["diff"] = {"before": "%s\n" % (result["before"] or ""),
-                          "after": "%s\n" % (result["after"] or "")}
-    module.exit_json(**result)
+    run_knob(module, apply_boot_kernel, module.params["release"])
 
 
 if __name__ == "__main__":

@@ -59,22 +59,15 @@ epp_applicable:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.cpufreq import apply_policy
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
     module = AnsibleModule(argument_spec={"governor": {"type": "str", "required": True},
                                           "epp": {"type": "str"}},
                            supports_check_mode=True)
-    try:
-        result = apply_policy("/", module.params["governor"], module.params["epp"],
-                              Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff:
-        result["diff"] = {"before": result["before"], "after": result["after"]}
-    module.exit_json(**result)
+    run_knob(module, apply_policy, module.params["governor"], module.params["epp"])
 
 
 if __name__ == "__main__":

@@ -51,22 +51,15 @@ cpus:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.cpuidle import apply_states
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
     module = AnsibleModule(argument_spec={"max_latency": {"type": "int", "required": True},
                                           "keep_poll": {"type": "bool", "default": True}},
                            supports_check_mode=True)
-    try:
-        result = apply_states("/", module.params["max_latency"], module.params["keep_poll"],
-                              Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff:
-        result["diff"] = {"before": result["before"], "after": result["after"]}
-    module.exit_json(**result)
+    run_knob(module, apply_states, module.params["max_latency"], module.params["keep_poll"])
 
 
 if __name__ == "__main__":

@@ -57,8 +57,8 @@ files:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.files import install
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
@@ -69,13 +69,7 @@ def main():
             "mode": {"type": "str", "default": "0644"},
             "validate": {"type": "str"}}}},
         supports_check_mode=True)
-    try:
-        result = install("/", module.params["files"], Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if not module._diff:
-        result.pop("diff")
-    module.exit_json(**result)
+    run_knob(module, install, module.params["files"])
 
 
 if __name__ == "__main__":

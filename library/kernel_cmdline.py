@@ -64,8 +64,8 @@ kernel_cmdline_reboot_required:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.cmdline import apply_cmdline
-from ansible.module_utils.infertune.gate import Gate, TuningError
 
 
 def main():
@@ -76,14 +76,7 @@ def main():
                                           "update": {"type": "bool", "default": True}},
                            supports_check_mode=True)
     params = module.params
-    try:
-        result = apply_cmdline("/", params["params"], params["remove"], params["dropin"], params["update"],
-                               Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if not module._diff:
-        del result["diff"]
-    module.exit_json(**result)
+    run_knob(module, apply_cmdline, params["params"], params["remove"], params["dropin"], params["update"])
 
 
 if __name__ == "__main__":

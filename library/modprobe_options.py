@@ -49,7 +49,7 @@ modprobe_options_reload_required:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune.gate import Gate, TuningError
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.modprobe import apply_options
 
 
@@ -57,14 +57,7 @@ def main():
     module = AnsibleModule(argument_spec={"options": {"type": "dict", "required": True},
                                           "path": {"type": "path", "default": "/etc/modprobe.d/infertune.conf"}},
                            supports_check_mode=True)
-    try:
-        result = apply_options("/", module.params["options"], module.params["path"],
-                               Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if not module._diff:
-        del result["diff"]
-    module.exit_json(**result)
+    run_knob(module, apply_options, module.params["options"], module.params["path"])
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ devices:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune.gate import Gate, TuningError
+from ansible.module_utils.infertune_module import run_knob
 from ansible.module_utils.infertune.pcie import VALUES, apply_mrrs
 
 
@@ -67,14 +67,7 @@ def main():
                                                       "default": ["0x0300", "0x0302"]}},
                            supports_check_mode=True)
     params = module.params
-    try:
-        result = apply_mrrs("/", params["value"], params["vendor"], params["classes"],
-                            Gate(check_mode=module.check_mode))
-    except TuningError as exc:
-        module.fail_json(msg=str(exc))
-    if module._diff:
-        result["diff"] = {"before": result["before"], "after": result["after"]}
-    module.exit_json(**result)
+    run_knob(module, apply_mrrs, params["value"], params["vendor"], params["classes"])
 
 
 if __name__ == "__main__":

@@ -38,6 +38,12 @@ def labctl(*args):
     return proc.stdout
 
 
+def fresh_lab():
+    """The default fleet recreated from the image, with sglang's package files installed."""
+    labctl("up", "--fresh", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
+    playbook("lab/provision/sglang.yml", check=True)
+
+
 def on_host(host, command):
     """Run a shell command inside a lab host; return its stdout."""
     return labctl("exec", host, "--", "sh", "-c", command)

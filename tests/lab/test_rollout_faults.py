@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import ROOT, labctl, on_host, playbook, recap, state_digest
+from helpers import ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
@@ -24,8 +24,7 @@ def fleet():
 
 @pytest.fixture(scope="module")
 def hosts(lab):
-    labctl("up", "--fresh", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
-    playbook("lab/provision/sglang.yml", check=True)
+    fresh_lab()
     playbook("site.yml", *ONE_BATCH, check=True)
     return sorted(lab.hosts())
 

@@ -5,7 +5,7 @@ previous one left, like an engineer would run them.
 """
 import pytest
 
-from helpers import labctl, on_host, playbook, recap, state_digest
+from helpers import fresh_lab, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
@@ -14,8 +14,7 @@ GPU_BDF_CMD = ("for d in /sys/bus/pci/devices/*; do echo \"$(basename $d) $(cat 
 
 @pytest.fixture(scope="module")
 def hosts(lab):
-    labctl("up", "--fresh", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000")
-    playbook("lab/provision/sglang.yml", check=True)
+    fresh_lab()
     return sorted(lab.hosts())
 
 

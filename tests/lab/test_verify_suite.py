@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, labctl, playbook
+from helpers import ROOT, fresh_lab, playbook
 
 from infertune import report
 
@@ -42,7 +42,7 @@ def verify(hosts, junit):
 
 @pytest.fixture(scope="module")
 def hosts(lab):
-    labctl("up", "--fresh")
+    fresh_lab()
     return lab.healthy_hosts()
 
 

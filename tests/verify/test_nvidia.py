@@ -1,4 +1,4 @@
-"""NVIDIA module options (role nvidia_options) and the GPUs the gate expects (role gpu_gate)."""
+"""NVIDIA module options (role nvidia) and the GPUs the gate expects (role gpu_gate)."""
 import shlex
 
 import pytest

@@ -1,4 +1,4 @@
-"""PCIe MaxReadReq on every GPU endpoint, and nowhere else on the GPUs (role pcie_mrrs)."""
+"""PCIe MaxReadReq on every GPU endpoint, and nowhere else on the GPUs (role pcie)."""
 import json
 from pathlib import Path
 
