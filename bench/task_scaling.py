@@ -40,9 +40,9 @@ def setup_round(limit):
         raise SystemExit(proc.stdout[-3000:])
 
 
-def run_site(host, gpus):
-    seconds, (rc, out) = timed(playbook, "site.yml", "--limit", host,
-                               "-e", f"gpu_gate_expected_count={gpus}")
+def run_site(host, gpus, expectations):
+    seconds, (rc, out) = timed(playbook, "site.yml", "-i", "inventory/lab", "-i", str(expectations),
+                               "--limit", host)
     if rc:
         raise SystemExit(out[-6000:])
     r = recap(out)[host]
@@ -57,6 +57,12 @@ def main():
 
     labctl("up", "--fresh", "--hosts", str(len(PROFILES)), "--profile-map",
            ",".join(f"{h}={p}" for h, (p, _) in PROFILES.items()))
+    playbook("lab/provision/sglang.yml", check=True)
+    # The verification reads the inventory, so each host's GPU expectations go there.
+    expectations = args.out.parent / "task_scaling_inventory.yml"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    expectations.write_text(json.dumps({"gpu_nodes": {"hosts": {
+        h: {"gpu_gate_expected_count": g, "sglang_tp": g} for h, (_, g) in PROFILES.items()}}}))
     rows = []
     for host, (profile, gpus) in PROFILES.items():
         cpus = int(labctl("exec", host, "--", "sh", "-c",
@@ -64,9 +70,9 @@ def main():
         setup_s, _ = timed(setup_round, host)
         rows.append({"host": host, "profile": profile, "cpus": cpus, "gpus": gpus,
                      "setup_seconds": round(setup_s, 1),
-                     "converge": run_site(host, gpus), "noop": run_site(host, gpus)})
+                     "converge": run_site(host, gpus, expectations),
+                     "noop": run_site(host, gpus, expectations)})
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2) + "\n")
     print(f"{'profile':24} {'cpus':>4} {'gpus':>4} {'setup s':>8} {'converge s':>10} "
           f"{'tasks':>5} {'no-op s':>8} {'tasks':>5} {'changed':>7}")
