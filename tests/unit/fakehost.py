@@ -104,3 +104,13 @@ def pci_tree(root, gpu_config=None):
                gpu_config or config_space(0x10DE, 0x2BB5, 0x030000, 0, 0x293F))
     pci_device(root, AUDIO, 0x10DE, 0x22E8, 0x040300, config_space(0x10DE, 0x22E8, 0x040300, 0, 0x2910))
     return root
+
+
+class Recorder:
+    """A command runner that records argv and succeeds, for code that shells out."""
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        return 0, "", ""

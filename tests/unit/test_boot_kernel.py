@@ -2,7 +2,7 @@ import pytest
 from ansible.module_utils.infertune.boot_kernel import apply_boot_kernel, pinned_kernel
 from ansible.module_utils.infertune.gate import Gate, TuningError
 from ansible.module_utils.infertune.grubcfg import saved_entry_for
-from fakehost import snapshot, write
+from fakehost import Recorder, snapshot, write
 
 UUID = "5b4b2c8e-1f7e-4c1a-9d6e-3a0f6f1c2d7b"
 NEW, OLD = "6.12.95+deb12-amd64", "6.1.0-18-amd64"
@@ -46,15 +46,6 @@ GRUB_CFG = (
     "### END /etc/grub.d/30_uefi-firmware ###\n")
 
 WANTED = "gnulinux-advanced-%s>gnulinux-%s-advanced-%s" % (UUID, NEW, UUID)
-
-
-class Recorder:
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, argv):
-        self.calls.append(argv)
-        return 0, "", ""
 
 
 @pytest.fixture

@@ -1,22 +1,13 @@
 import pytest
 from ansible.module_utils.infertune.cmdline import apply_cmdline, merge, source_value, split
 from ansible.module_utils.infertune.gate import Gate, TuningError
-from fakehost import snapshot, write
+from fakehost import Recorder, snapshot, write
 
 DROPIN = "/etc/default/grub.d/60-infertune.cfg"
 GRUB = ('GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_DISTRIBUTOR=`echo Debian`\n'
         'GRUB_CMDLINE_LINUX_DEFAULT="quiet amd_pstate=passive iommu=pt intel_pstate=disable"\n'
         'GRUB_CMDLINE_LINUX=""\n')
 PARAMS = ["amd_pstate=active", "processor.max_cstate=1", "nosoftlockup"]
-
-
-class Recorder:
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, argv):
-        self.calls.append(argv)
-        return 0, "", ""
 
 
 @pytest.fixture

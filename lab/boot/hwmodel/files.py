@@ -11,3 +11,16 @@ def write(path, value):
         f = open(path, "w")
     with f:
         f.write(f"{value}\n")
+
+
+def masked_conf_files(root, dirs):
+    """{file name: path} of *.conf under DIRS (highest priority first); a name in an earlier
+    directory masks the same name in later ones, as systemd-sysctl and kmod read them."""
+    chosen = {}
+    for d in dirs:
+        full = os.path.join(root, d)
+        if os.path.isdir(full):
+            for name in os.listdir(full):
+                if name.endswith(".conf") and name not in chosen:
+                    chosen[name] = os.path.join(full, name)
+    return chosen

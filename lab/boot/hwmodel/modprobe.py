@@ -1,8 +1,8 @@
 """Module parameters as the kernel would hold them after modprobe: defaults + cmdline + modprobe.d."""
-import os
 import shlex
 
 from . import cmdline as kcmdline
+from .files import masked_conf_files
 
 # kmod's search path, highest priority first (same-name files in later dirs are masked).
 DIRS = ("etc/modprobe.d", "run/modprobe.d", "usr/local/lib/modprobe.d", "usr/lib/modprobe.d", "lib/modprobe.d")
@@ -15,13 +15,7 @@ def _norm(name):
 
 def config_options(root):
     """{module: [(param, value), ...]} from `options` lines, in kmod's file order."""
-    chosen = {}
-    for d in DIRS:
-        full = os.path.join(root, d)
-        if os.path.isdir(full):
-            for name in os.listdir(full):
-                if name.endswith(".conf") and name not in chosen:
-                    chosen[name] = os.path.join(full, name)
+    chosen = masked_conf_files(root, DIRS)
     options = {}
     for name in sorted(chosen):
         with open(chosen[name], encoding="utf-8", errors="replace") as f:

@@ -1,6 +1,8 @@
 """What systemd-sysctl applies at boot (it is skipped inside containers, so the lab does it)."""
 import os
 
+from .files import masked_conf_files
+
 # systemd-sysctl's search path, highest priority first: a file name found in an earlier
 # directory masks the same name in later ones.
 DIRS = ("etc/sysctl.d", "run/sysctl.d", "usr/local/lib/sysctl.d", "usr/lib/sysctl.d", "lib/sysctl.d")
@@ -10,13 +12,7 @@ SYSCTL_CONF = ("etc/sysctl.conf", "99-sysctl.conf")
 
 def config_files(root):
     """Paths in the order systemd-sysctl reads them (sorted by file name, masked by priority)."""
-    chosen = {}
-    for d in DIRS:
-        full = os.path.join(root, d)
-        if os.path.isdir(full):
-            for name in os.listdir(full):
-                if name.endswith(".conf") and name not in chosen:
-                    chosen[name] = os.path.join(full, name)
+    chosen = masked_conf_files(root, DIRS)
     conf, name = SYSCTL_CONF
     if name not in chosen and os.path.isfile(os.path.join(root, conf)):
         chosen[name] = os.path.join(root, conf)
