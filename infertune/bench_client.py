@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -21,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from http.client import HTTPConnection, HTTPSConnection
 
+# sglang's --api-key, sent as a bearer token when set.
+API_KEY_ENV = "INFERTUNE_BENCH_API_KEY"
 DEFAULT_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 
 
@@ -33,8 +36,11 @@ def summary(values: list) -> dict:
 
 
 class Client:
-    def __init__(self, url: str, timeout: float = 600.0, clock=time.perf_counter):
+    def __init__(self, url: str, timeout: float = 600.0, clock=time.perf_counter, api_key: str = ""):
         u = urllib.parse.urlsplit(url)
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
         self.https = u.scheme == "https"
         self.host, self.port = u.hostname, u.port or (443 if self.https else 80)
         self.path = u.path.rstrip("/") + "/generate"
@@ -43,8 +49,7 @@ class Client:
 
     def _post(self, payload: dict):
         conn = (HTTPSConnection if self.https else HTTPConnection)(self.host, self.port, timeout=self.timeout)
-        conn.request("POST", self.path, body=json.dumps(payload),
-                     headers={"Content-Type": "application/json"})
+        conn.request("POST", self.path, body=json.dumps(payload), headers=self.headers)
         resp = conn.getresponse()
         if resp.status != 200:
             raise RuntimeError(f"/generate answered {resp.status}: {resp.read()[:300]!r}")
@@ -151,7 +156,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m infertune.bench_client", description=__doc__.split("\n")[0])
     p.add_argument("--url", required=True, help="sglang server, e.g. http://127.0.0.1:30000")
     p.add_argument("--backend", required=True, help="name of this configuration, e.g. the MoE runner backend")
-    p.add_argument("--out", required=True, help="JSON file to write")
+    p.add_argument("--out", required=True, help="JSON file to write; - prints the JSON alone")
     p.add_argument("--batch", default="1,8,64", help="comma-separated batch sizes")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1, help="untimed trials before each batch size")
@@ -164,12 +169,17 @@ def main(argv=None) -> int:
     batches = [int(b) for b in a.batch.split(",")]
     if a.trials < 1 or a.max_new_tokens < 2 or min(batches) < 1:
         p.error("need --trials >= 1, --max-new-tokens >= 2 and batch sizes >= 1")
-    client = Client(a.url, a.timeout)
+    # From the environment, not argv: a command line is visible to every user of the host.
+    client = Client(a.url, a.timeout, api_key=os.environ.get(API_KEY_ENV, ""))
     report = {
         "backend": a.backend, "url": a.url, "started": datetime.now(timezone.utc).isoformat(),
         "max_new_tokens": a.max_new_tokens, "trials": a.trials, "warmup": a.warmup, "stream": a.stream,
         "results": sweep(client, batches, a.trials, a.warmup, a.prompt, a.max_new_tokens, a.stream),
     }
+    if a.out == "-":
+        # Only the JSON: over a remote connection stderr may arrive on the same stream.
+        json.dump(report, sys.stdout, indent=2)
+        return 0
     with open(a.out, "w") as f:
         json.dump(report, f, indent=2)
     for row in report["results"]:

@@ -4,15 +4,18 @@ verification result, as Markdown (readable at a glance for dozens of hosts) and 
     python -m infertune.report [--dir reports] [--hosts h1,h2,...]
 
 Reads DIR/hosts/<host>.json (one fragment per host, written by roles/report after
-tuning) and DIR/verify/*.xml (JUnit XML of tests/verify, any number of hosts per
-file); writes DIR/fleet.md and DIR/fleet.json.
+tuning; the decode floor and the backend A/B add their keys there) and DIR/verify/*.xml
+(JUnit XML of tests/verify, any number of hosts per file); writes DIR/fleet.md and
+DIR/fleet.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +43,18 @@ BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.I)
 CELL_WIDTH = 70
 # "host: knob: " that every verification message starts with; the detail table has both already.
 PREFIX = re.compile(r"^[^:\s]+: [^:]+: ")
+
+
+def merge_into_host_report(path: Path, key: str, value) -> None:
+    """Set one key of a JSON host report (created when absent), atomically."""
+    path = Path(path)
+    report = json.loads(path.read_text()) if path.exists() else {}
+    report[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(report, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
 
 
 def host_of(case_name):
@@ -133,6 +148,21 @@ def knob_catalog(verified):
     return list(KNOBS) + [(t, t.replace("_", " "), (t,), ()) for t in extra]
 
 
+def decode(fragment):
+    """Batch-1 decode floor and the fastest measured backend, when the benchmark wrote them."""
+    floor, measured = fragment.get("roofline"), fragment.get("benchmark")
+    if not floor and not measured:
+        return None
+    out = {}
+    if floor:
+        out.update({k: floor[k] for k in ("floor_ms_per_token", "floor_tok_per_s", "model", "gpu", "tp")})
+    if measured:
+        out.update({k: measured[k] for k in ("backend", "ms_per_token", "measured_at")})
+        if floor:
+            out["of_floor_percent"] = 100 * floor["floor_ms_per_token"] / measured["ms_per_token"]
+    return out
+
+
 def build(fragments, verified, hosts=None):
     catalog = knob_catalog(verified)
     names = sorted(hosts or set(fragments) | set(verified))
@@ -161,6 +191,7 @@ def build(fragments, verified, hosts=None):
             "tuned_at": fragments.get(host, {}).get("written"),
             "check_mode": fragments.get(host, {}).get("check_mode"),
             "knobs": knobs,
+            "decode": decode(fragments.get(host, {})),
         }
     totals = {}
     for entry in report["hosts"].values():
@@ -204,6 +235,16 @@ def markdown(report):
            if check["status"] in ("fail", "error")]
     if off:
         lines += ["", "## Knobs that are off", "", *off]
+    decoded = {h: e["decode"] for h, e in hosts.items() if e["decode"]}
+    if decoded:
+        lines += ["", "## Decode latency at batch 1", "",
+                  "| host | model | floor ms/token | fastest measured | ms/token | of floor |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for host, d in decoded.items():
+            floor = f"{d['floor_ms_per_token']:.2f} ({d['tp']}× {d['gpu']})" if "floor_ms_per_token" in d else "—"
+            ms = f"{d['ms_per_token']:.2f}" if "ms_per_token" in d else "—"
+            share = f"{d['of_floor_percent']:.0f}%" if "of_floor_percent" in d else "—"
+            lines.append(f"| {host} | {d.get('model', '—')} | {floor} | {d.get('backend', '—')} | {ms} | {share} |")
     lines += ["", "## Per host: before → after, verification", ""]
     for host, entry in hosts.items():
         tuned = f", tuned {entry['tuned_at']}" if entry["tuned_at"] else ", no tuning record"

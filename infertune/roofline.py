@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
-from infertune.safetensors_header import TensorInfo, model_tensors
+from infertune.report import merge_into_host_report
+from infertune.safetensors_header import TensorInfo, load_dump, model_tensors
 
 SPECS_FILE = Path(__file__).parent / "data" / "gpu_specs.yml"
 
@@ -203,23 +202,38 @@ def deepseek_layout(cfg: dict, quant: str) -> list:
     return out
 
 
-def analyse(model_dir: Path, gpu_key: str, tp: int, assume_quant: str | None = None,
+def gpu_entry(specs: dict, gpu: str) -> str:
+    """The key of a GPU given by key or by the name nvidia-smi reports (`name` or `aliases`)."""
+    if gpu in specs:
+        return gpu
+    for key, spec in specs.items():
+        if gpu.casefold() in (n.casefold() for n in [spec["name"], *spec.get("aliases", [])]):
+            return key
+    raise SystemExit(f"unknown GPU {gpu!r}; known: {', '.join(sorted(specs))} "
+                     "(add it to infertune/data/gpu_specs.yml)")
+
+
+def analyse(source: Path, gpu: str, tp: int, assume_quant: str | None = None,
             specs: dict | None = None) -> dict:
+    """Floor for a model directory, or for a header dump written by safetensors_header.py."""
     specs = specs or load_specs()
-    if gpu_key not in specs:
-        raise SystemExit(f"unknown GPU {gpu_key!r}; known: {', '.join(sorted(specs))}")
-    config = json.loads((Path(model_dir) / "config.json").read_text())
+    gpu_key = gpu_entry(specs, gpu)
+    source = Path(source)
+    if source.is_file():
+        model, config, tensors = load_dump(source)
+        origin = "safetensors headers"
+    else:
+        model, config = source.resolve().name, json.loads((source / "config.json").read_text())
+        tensors = None if assume_quant else model_tensors(source)
+        origin = "safetensors headers"
     if assume_quant:
         tensors = deepseek_layout(text_config(config), assume_quant)
-        source = f"config.json only, layout synthesized, quantization {assume_quant}"
-    else:
-        tensors = model_tensors(Path(model_dir))
-        if not tensors:
-            raise SystemExit(f"{model_dir}: no *.safetensors; pass --assume-quant to size "
-                             "the checkpoint from config.json alone")
-        source = "safetensors headers"
+        origin = f"config.json only, layout synthesized, quantization {assume_quant}"
+    elif not tensors:
+        raise SystemExit(f"{source}: no *.safetensors; pass --assume-quant to size "
+                         "the checkpoint from config.json alone")
     result = roofline(tensors, config, specs[gpu_key], tp)
-    result.update({"model": Path(model_dir).resolve().name, "gpu_key": gpu_key, "source": source})
+    result.update({"model": model, "gpu_key": gpu_key, "source": origin})
     return result
 
 
@@ -243,21 +257,12 @@ def render(r: dict, measured_ms: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def write_report(path: Path, result: dict) -> None:
-    """Merge the result under the key `roofline` into a JSON host report."""
-    report = json.loads(path.read_text()) if path.exists() else {}
-    report["roofline"] = result
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(report, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m infertune.roofline", description=__doc__.split("\n")[0])
-    p.add_argument("model_dir", type=Path, help="directory with config.json and *.safetensors")
-    p.add_argument("--gpu", default="rtx-pro-6000-server", help="key in infertune/data/gpu_specs.yml")
+    p.add_argument("model", type=Path, help="directory with config.json and *.safetensors, or the "
+                   "JSON that infertune/safetensors_header.py printed for one")
+    p.add_argument("--gpu", default="rtx-pro-6000-server",
+                   help="key in infertune/data/gpu_specs.yml, or the GPU name nvidia-smi reports")
     p.add_argument("--tp", type=int, default=8, help="tensor-parallel size")
     p.add_argument("--assume-quant", choices=sorted(QUANT_SCHEMES),
                    help="size a DeepSeek-V3-style checkpoint from config.json alone")
@@ -267,12 +272,12 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.tp < 1:
         p.error("--tp must be at least 1")
-    result = analyse(a.model_dir, a.gpu, a.tp, a.assume_quant)
+    result = analyse(a.model, a.gpu, a.tp, a.assume_quant)
     if a.measured_ms:
         result["measured_ms_per_token"] = a.measured_ms
         result["efficiency"] = result["floor_ms_per_token"] / a.measured_ms
     if a.report:
-        write_report(a.report, result)
+        merge_into_host_report(a.report, "roofline", result)
     print(json.dumps(result, indent=2, sort_keys=True) if a.json else render(result, a.measured_ms))
     return 0
 

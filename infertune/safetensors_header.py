@@ -4,12 +4,17 @@ Only the header is read (8-byte little-endian length, then that many bytes of JS
 the weights, so a 400 GB checkpoint is sized in milliseconds. Sizes come from each tensor's
 `data_offsets`, i.e. the bytes really stored, which is what matters for packed formats such
 as NVFP4 (uint8 holding two 4-bit values, plus float8 block scales).
+
+Standard library only, so it also runs as a script on a GPU host that holds the weights:
+
+    python3 safetensors_header.py MODEL_DIR > model.json   # config.json + every tensor
 """
 from __future__ import annotations
 
 import json
 import math
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,3 +71,29 @@ def model_tensors(model_dir: Path) -> list[TensorInfo]:
     """All tensors of every *.safetensors file in a model directory."""
     files = sorted(Path(model_dir).glob("*.safetensors"))
     return [t for f in files for t in tensors_in_file(f)]
+
+
+def dump(model_dir: Path) -> dict:
+    """config.json and the tensor list of a model directory, as JSON-ready data."""
+    model_dir = Path(model_dir)
+    return {"model": model_dir.resolve().name,
+            "config": json.loads((model_dir / "config.json").read_text()),
+            "tensors": [[t.name, t.dtype, list(t.shape), t.nbytes] for t in model_tensors(model_dir)]}
+
+
+def load_dump(path: Path) -> tuple[str, dict, list[TensorInfo]]:
+    """Read what dump() wrote: (model name, config, tensors)."""
+    data = json.loads(Path(path).read_text())
+    return data["model"], data["config"], [TensorInfo(n, d, tuple(s), b) for n, d, s, b in data["tensors"]]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: safetensors_header.py MODEL_DIR")
+    try:
+        model = dump(Path(sys.argv[1]))
+    except (OSError, ValueError) as exc:
+        sys.exit(f"cannot size the model in {sys.argv[1]}: {exc}")
+    if not model["tensors"]:
+        sys.exit(f"cannot size the model in {sys.argv[1]}: no *.safetensors files")
+    json.dump(model, sys.stdout)

@@ -27,8 +27,9 @@ class StandinSglang:
     at once (default: no delay), to shape sample data.
     """
 
-    def __init__(self, max_requests: int = 100, token_delay=lambda active: 0.0):
+    def __init__(self, max_requests: int = 100, token_delay=lambda active: 0.0, api_key: str = ""):
         self.max_requests = max_requests
+        self.api_key = api_key  # when set, requests need `Authorization: Bearer <key>` (sglang --api-key)
         self.token_delay = token_delay
         self.requests = []  # decoded JSON bodies, in arrival order
         self.active = 0
@@ -81,6 +82,9 @@ class StandinSglang:
                     self.send_error(404)
                     return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if standin.api_key and self.headers.get("Authorization") != f"Bearer {standin.api_key}":
+                    self.send_error(401)
+                    return
                 if not standin._admit(body):
                     self.send_error(503, "stand-in request budget spent")
                     return

@@ -82,3 +82,17 @@ def test_cli_writes_json_and_plot_reads_it(tmp_path):
     series = plot.load([out])
     assert series[0]["backend"] == "standin"
     assert [p[0] for p in series[0]["points"]] == [1, 2]
+
+
+def test_cli_prints_json_and_sends_the_api_key_from_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv(bench_client.API_KEY_ENV, "s3cret")
+    with StandinSglang(max_requests=2, api_key="s3cret") as srv:
+        assert bench_client.main(["--url", srv.url, "--backend", "keyed", "--out", "-", "--batch", "1",
+                                  "--trials", "1", "--warmup", "1", "--max-new-tokens", "2"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["backend"] == "keyed"
+    assert captured.err == ""
+    monkeypatch.delenv(bench_client.API_KEY_ENV)
+    with StandinSglang(max_requests=1, api_key="s3cret") as srv:
+        with pytest.raises(RuntimeError, match="401"):
+            Client(srv.url).generate("x", 2)

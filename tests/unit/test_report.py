@@ -86,3 +86,21 @@ def test_markdown_summarises_before_details(tmp_path):
     assert '- gpu-02: GPUs: failed on setup with "RuntimeError: ssh"' in head
     assert "<summary>gpu-02: fail, no tuning record</summary>" in details
     assert "| MaxReadReq | 512 on 2 → 4096 on 2 | ✅  |" in details
+
+
+def test_decode_floor_and_benchmark_in_the_report(tmp_path):
+    write(tmp_path)
+    host = tmp_path / "hosts" / "gpu-01.json"
+    report.merge_into_host_report(host, "roofline", {
+        "floor_ms_per_token": 6.15, "floor_tok_per_s": 162.6, "model": "GLM-5-NVFP4",
+        "gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "tp": 8})
+    report.merge_into_host_report(host, "benchmark", {
+        "backend": "flashinfer_cutlass", "ms_per_token": 12.3, "measured_at": "2026-11-30T11:00:00"})
+    assert json.loads(host.read_text())["results"] == FRAGMENT["results"]  # the rest is kept
+    report.main(["--dir", str(tmp_path)])
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert fleet["hosts"]["gpu-01"]["decode"]["of_floor_percent"] == 50.0
+    assert fleet["hosts"]["gpu-02"]["decode"] is None
+    head = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[0]
+    assert ("| gpu-01 | GLM-5-NVFP4 | 6.15 (8× NVIDIA RTX PRO 6000 Blackwell Server Edition) "
+            "| flashinfer_cutlass | 12.30 | 50% |") in head
