@@ -45,7 +45,7 @@ skipped_reason:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.amd_pstate import MODES, apply_mode
+from ansible.module_utils.infertune_node.amd_pstate import MODES, apply_mode
 
 
 def main():

@@ -50,7 +50,7 @@ boot_kernel_reboot_required:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.boot_kernel import apply_boot_kernel
+from ansible.module_utils.infertune_node.boot_kernel import apply_boot_kernel
 
 
 def main():

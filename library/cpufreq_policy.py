@@ -60,7 +60,7 @@ epp_applicable:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.cpufreq import apply_policy
+from ansible.module_utils.infertune_node.cpufreq import apply_policy
 
 
 def main():

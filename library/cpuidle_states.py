@@ -52,7 +52,7 @@ cpus:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.cpuidle import apply_states
+from ansible.module_utils.infertune_node.cpuidle import apply_states
 
 
 def main():

@@ -96,7 +96,7 @@ problems:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune.gpu_query import (
+from ansible.module_utils.infertune_node.gpu_query import (
     GpuQueryError,
     NvmlUnavailable,
     gate_problems,

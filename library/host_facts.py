@@ -43,7 +43,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune.facts import collect
+from ansible.module_utils.infertune_node.facts import collect
 
 
 def main():

@@ -58,7 +58,7 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.files import install
+from ansible.module_utils.infertune_node.files import install
 
 
 def main():

@@ -65,7 +65,7 @@ kernel_cmdline_reboot_required:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.cmdline import apply_cmdline
+from ansible.module_utils.infertune_node.cmdline import apply_cmdline
 
 
 def main():

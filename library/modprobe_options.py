@@ -50,7 +50,7 @@ modprobe_options_reload_required:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.modprobe import apply_options
+from ansible.module_utils.infertune_node.modprobe import apply_options
 
 
 def main():

@@ -128,7 +128,7 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune.moe_support import (
+from ansible.module_utils.infertune_node.moe_support import (
     PARSER_PROBE,
     assess,
     check_argv_choices,

@@ -57,7 +57,7 @@ devices:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune.pcie import VALUES, apply_mrrs
+from ansible.module_utils.infertune_node.pcie import VALUES, apply_mrrs
 
 
 def main():

@@ -1,9 +1,9 @@
 """The Ansible side of a knob module: one gate, one error path, one diff shape.
 
-module_utils/infertune stays free of Ansible so the boot-time tool can import
+module_utils/infertune_node stays free of Ansible so the boot-time tool can import
 it; this is the thin layer every knob module in library/ shares.
 """
-from ansible.module_utils.infertune.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
 
 
 def _diff_side(value):

@@ -10,7 +10,7 @@ from fakehost import REPO, cpu_tree, pci_tree, write
 
 ansible.module_utils.__path__.append(str(REPO / "module_utils"))
 
-from ansible.module_utils.infertune.gate import Gate  # noqa: E402
+from ansible.module_utils.infertune_node.gate import Gate  # noqa: E402
 
 
 @pytest.fixture

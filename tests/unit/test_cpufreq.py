@@ -1,6 +1,6 @@
 import pytest
-from ansible.module_utils.infertune.cpufreq import apply_policy
-from ansible.module_utils.infertune.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.cpufreq import apply_policy
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from fakehost import read, snapshot, write
 
 CPU0 = "/sys/devices/system/cpu/cpu0/cpufreq/"

@@ -1,4 +1,4 @@
-from ansible.module_utils.infertune.facts import collect
+from ansible.module_utils.infertune_node.facts import collect
 from fakehost import GPU, pci_tree, write
 
 

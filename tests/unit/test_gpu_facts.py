@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible.module_utils.infertune.gpu_query import (
+from ansible.module_utils.infertune_node.gpu_query import (
     GpuQueryError,
     NvmlUnavailable,
     gate_problems,

@@ -1,5 +1,5 @@
-from ansible.module_utils.infertune.files import install
-from ansible.module_utils.infertune.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.files import install
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
 import pytest
 
 from fakehost import snapshot

@@ -13,8 +13,8 @@ import textwrap
 import pytest
 import yaml
 
-from ansible.module_utils.infertune.gpu_query import parse_smi_csv
-from ansible.module_utils.infertune.moe_support import (
+from ansible.module_utils.infertune_node.gpu_query import parse_smi_csv
+from ansible.module_utils.infertune_node.moe_support import (
     assess,
     check_argv_choices,
     choice_lists,

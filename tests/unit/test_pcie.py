@@ -1,6 +1,6 @@
 import pytest
-from ansible.module_utils.infertune.gate import Gate, TuningError
-from ansible.module_utils.infertune.pcie import apply_mrrs, setpci_prefix
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.pcie import apply_mrrs, setpci_prefix
 from fakehost import AUDIO, BRIDGE, GPU, config_space, pci_tree, snapshot, write
 
 CLASSES = ["0x0300", "0x0302"]
