@@ -7,13 +7,18 @@ last chunk; the final chunk's `meta_info` gives the token counts and the server'
 `e2e_latency`. A batch of B is B concurrent requests, which sglang batches together.
 
     python -m infertune.bench_client --url http://127.0.0.1:30000 --backend cutlass \\
-        --batch 1,8,64 --trials 5 --out cutlass.json
+        --batch 1,8,64 --trials 5 --out cutlass.json [--api-key-file FILE|-]
+
+sglang's API key comes from a file only its owner can read, or from standard input
+(`--api-key-file -`): never from the command line or the environment, which other users of
+the host can read (ps, /proc/PID/environ) and Ansible would print at -vvv.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import stat
 import statistics
 import sys
 import time
@@ -22,8 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from http.client import HTTPConnection, HTTPSConnection
 
-# sglang's --api-key, sent as a bearer token when set.
-API_KEY_ENV = "INFERTUNE_BENCH_API_KEY"
 DEFAULT_PROMPT = "Write a long story about a lighthouse keeper and the sea."
 
 
@@ -152,8 +155,24 @@ def sweep(client: Client, batches: list, trials: int, warmup: int, prompt: str,
     return out
 
 
+def read_api_key(source: str) -> str:
+    """sglang's --api-key from standard input ("-") or a file private to its owner; "" = no key.
+
+    Only the first line counts, without its line break.
+    """
+    if source == "-":
+        return sys.stdin.readline().rstrip("\r\n")
+    with open(source) as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if stat.S_ISREG(mode) and mode & 0o077:
+            raise SystemExit(f"{source}: readable by others (mode {stat.S_IMODE(mode):04o}); chmod 600 it")
+        return f.readline().rstrip("\r\n")
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.bench_client", description=__doc__.split("\n")[0])
+    # allow_abbrev=False: "--api-key SECRET" must not pass as an abbreviation of --api-key-file.
+    p = argparse.ArgumentParser(prog="python -m infertune.bench_client", description=__doc__.split("\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--url", required=True, help="sglang server, e.g. http://127.0.0.1:30000")
     p.add_argument("--backend", required=True, help="name of this configuration, e.g. the MoE runner backend")
     p.add_argument("--out", required=True, help="JSON file to write; - prints the JSON alone")
@@ -165,12 +184,14 @@ def main(argv=None) -> int:
     p.add_argument("--no-stream", dest="stream", action="store_false",
                    help="plain requests: ms/token from meta_info e2e_latency (includes prefill)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
+    p.add_argument("--api-key-file", metavar="FILE",
+                   help="sglang's API key (first line), sent as a bearer token; - reads standard input; "
+                        "the file must be private to its owner (mode 600)")
     a = p.parse_args(argv)
     batches = [int(b) for b in a.batch.split(",")]
     if a.trials < 1 or a.max_new_tokens < 2 or min(batches) < 1:
         p.error("need --trials >= 1, --max-new-tokens >= 2 and batch sizes >= 1")
-    # From the environment, not argv: a command line is visible to every user of the host.
-    client = Client(a.url, a.timeout, api_key=os.environ.get(API_KEY_ENV, ""))
+    client = Client(a.url, a.timeout, api_key=read_api_key(a.api_key_file) if a.api_key_file else "")
     report = {
         "backend": a.backend, "url": a.url, "started": datetime.now(timezone.utc).isoformat(),
         "max_new_tokens": a.max_new_tokens, "trials": a.trials, "warmup": a.warmup, "stream": a.stream,

@@ -35,7 +35,10 @@ def parse_args(argv):
         sub.add_argument("-C", "--check", action="store_true", help="change nothing, report what would change")
         sub.add_argument("-D", "--diff", action="store_true", help="show file and setting differences")
         sub.add_argument("-e", "--extra-vars", action="append", default=[],
-                         help="KEY=VALUE, JSON or @FILE; repeatable")
+                         help="KEY=VALUE, JSON or @FILE; repeatable; reaches ansible-playbook as a private "
+                              "file, never on its command line")
+        sub.add_argument("--vault-password-file", metavar="FILE",
+                         help="decrypt Ansible Vault files (e.g. the inventory's vault.yml) with this password")
         sub.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
         sub.add_argument("--artifacts", metavar="DIR",
                          help="keep ansible-runner's data (full output, events) in DIR")
@@ -53,18 +56,8 @@ def totals_line(totals: dict) -> str:
     return ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in totals.items())
 
 
-def main(argv=None, root: Path = REPO) -> int:
-    args = parse_args(argv)
-    playbook = PLAYBOOKS[args.command][0]
-    if not (root / playbook).is_file():
-        print(f"infertune: {playbook} not found in {root}", file=sys.stderr)
-        return 2
-    inv = runner.Invocation(
-        project_dir=root, playbook=playbook,
-        inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
-        check=args.check, diff=args.diff,
-        extra_vars=[runner.absolute(e, "@") for e in args.extra_vars])
-
+def run(inv: runner.Invocation, args):
+    """Run the playbook with live progress; return (RunSummary, runner.Outcome)."""
     summary = RunSummary(runner.list_hosts(inv) or ())
     progress = Progress(sys.stderr, f"infertune {args.command}")
 
@@ -77,6 +70,26 @@ def main(argv=None, root: Path = REPO) -> int:
         outcome = runner.run(inv, on_event, artifacts=args.artifacts and str(Path(args.artifacts).resolve()))
     finally:
         progress.close()
+    return summary, outcome
+
+
+def main(argv=None, root: Path = REPO) -> int:
+    args = parse_args(argv)
+    playbook = PLAYBOOKS[args.command][0]
+    if not (root / playbook).is_file():
+        print(f"infertune: {playbook} not found in {root}", file=sys.stderr)
+        return 2
+    try:
+        with runner.vars_files([runner.absolute(e, "@") for e in args.extra_vars]) as extra_vars:
+            inv = runner.Invocation(
+                project_dir=root, playbook=playbook,
+                inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
+                check=args.check, diff=args.diff, extra_vars=extra_vars,
+                vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))
+            summary, outcome = run(inv, args)
+    except runner.UsageError as err:
+        print(f"infertune: {err}", file=sys.stderr)
+        return 2
 
     rows, totals = summary.hosts(), summary.totals()
     if outcome.rc and not summary.any_failed:

@@ -3,8 +3,9 @@ verification result, as Markdown (readable at a glance for dozens of hosts) and 
 
     python -m infertune.report [--dir reports] [--hosts h1,h2,...]
 
-Reads DIR/hosts/<host>.json (one fragment per host, written by roles/report after
-tuning; the decode floor and the backend A/B add their keys there) and DIR/verify/*.xml
+Reads DIR/hosts/<host>.json (one fragment per host: the knob results of the last run,
+infertune_results, which infertune.verify records; the decode floor and the backend A/B
+add their keys there) and DIR/verify/*.xml
 (JUnit XML of tests/verify, any number of hosts per file); writes DIR/fleet.md and
 DIR/fleet.json.
 """
@@ -20,21 +21,19 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
-# (key, label, verification tests, registered tuning results), in playbook order.
-KNOBS = (
-    ("kernel", "kernel", ("running_kernel",), ("kernel_install", "kernel_boot")),
-    ("cmdline", "command line", ("kernel_cmdline",), ("kernel_cmdline_result",)),
-    ("reboot", "reboot", (), ("kernel_reboot_result",)),
-    ("amd_pstate", "cpufreq driver", ("cpufreq_driver",), ("cpu_power_amd_pstate",)),
-    ("cpufreq", "governor / EPP", ("cpufreq_governor", "cpufreq_epp"), ("cpu_power_cpufreq",)),
-    ("cpuidle", "C-states", ("no_deep_cstates",), ("cpu_power_cpuidle",)),
-    ("numa", "NUMA balancing", ("numa_balancing",), ("numa_balancing_result",)),
-    ("mrrs", "MaxReadReq", ("pcie_mrrs", "pcie_mrrs_untouched_elsewhere"), ("pcie_mrrs_result",)),
-    ("nvidia", "NVIDIA options", ("nvidia_module_options",), ("nvidia_options_result",)),
-    ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability"), ()),
-    ("persistence", "boot re-apply", ("tuning_persistence",), ()),
-    ("sglang", "sglang", ("sglang_unit",), ()),
-)
+import yaml
+
+CATALOG = Path(__file__).resolve().parents[1] / "roles" / "infertune" / "vars" / "main.yml"
+# Rows beside the knob catalog's: what the rollout did to the host and the GPU gate.
+EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")))
+
+
+def knobs(catalog=CATALOG):
+    """(name, label, verification tests) of every knob, in catalog order, then EXTRA."""
+    entries = yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]
+    return tuple((e["name"], e.get("label", e["name"]), tuple(e.get("verify", ()))) for e in entries) + EXTRA
+
+
 NOT_APPLICABLE = "not applicable on this host"
 # Worst first: a knob shows the worst status among its checks.
 STATUS_ORDER = ("error", "fail", "pass", "n/a", "not checked")
@@ -45,16 +44,20 @@ CELL_WIDTH = 70
 PREFIX = re.compile(r"^[^:\s]+: [^:]+: ")
 
 
+def _write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
 def merge_into_host_report(path: Path, key: str, value) -> None:
     """Set one key of a JSON host report (created when absent), atomically."""
     path = Path(path)
     report = json.loads(path.read_text()) if path.exists() else {}
     report[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(report, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    _write_json(path, report)
 
 
 def host_of(case_name):
@@ -117,35 +120,37 @@ def short(value):
     return " / ".join(line.strip() for line in str(value).splitlines() if line.strip())
 
 
-def change(result):
-    """'before → after' (or what the task said instead) for one registered result."""
+def change(result, check_mode=False):
+    """'before → after' (or what happened instead) for one knob's published result."""
     if result is None:
         return "not run"
-    if result.get("skipped"):
-        return "skipped" + (f": {result['skip_reason']}" if result.get("skip_reason") else "")
     if result.get("failed"):
         return "failed: " + str(result.get("msg", ""))
-    if "rebooted" in result:
-        return "rebooted" if result["rebooted"] else "not rebooted"
-    if "before" not in result:
-        return "changed" if result.get("changed") else "unchanged"
+    if result.get("skipped_reason"):
+        return "skipped: " + result["skipped_reason"]
     before, after = result.get("before"), result.get("after")
+    if not result.get("changed"):
+        return f"{short(after)} (unchanged)"
     if isinstance(before, str) and isinstance(after, str) and "\n" not in before + after and before and after:
         old, new = before.split(), after.split()
         words = [f"-{w}" for w in old if w not in new] + [f"+{w}" for w in new if w not in old]
-        return " ".join(words) if words else "unchanged"
-    return f"{short(before)} → {short(after)}" if before != after else f"{short(after)} (unchanged)"
+        text = " ".join(words) or f"{short(before)} → {short(after)}"
+    else:
+        text = f"{short(before)} → {short(after)}"
+    # A plan, or a --check run, is never shown as applied.
+    return text if result.get("applied") and not check_mode else f"would change: {text}"
 
 
 def worst(statuses):
     return min(statuses, key=STATUS_ORDER.index) if statuses else "not checked"
 
 
-def knob_catalog(verified):
-    """KNOBS plus a column for any test the catalog does not name yet."""
-    known = {t for _, _, tests, _ in KNOBS for t in tests}
+def knob_catalog(verified, catalog=None):
+    """The catalog's knobs plus a column for any test it does not name yet."""
+    rows = list(catalog or knobs())
+    known = {t for _, _, tests in rows for t in tests}
     extra = sorted({t for tests in verified.values() for t in tests} - known)
-    return list(KNOBS) + [(t, t.replace("_", " "), (t,), ()) for t in extra]
+    return rows + [(t, t.replace("_", " "), (t,)) for t in extra]
 
 
 def decode(fragment):
@@ -167,30 +172,31 @@ def build(fragments, verified, hosts=None):
     catalog = knob_catalog(verified)
     names = sorted(hosts or set(fragments) | set(verified))
     report = {"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "knobs": {key: label for key, label, _, _ in catalog}, "hosts": {}}
+              "knobs": {key: label for key, label, _ in catalog}, "hosts": {}}
     for host in names:
         checks = verified.get(host, {})
         results = fragments.get(host, {}).get("results", {})
-        knobs = {}
-        for key, label, tests, registered in catalog:
+        rows = {}
+        check_mode = bool(fragments.get(host, {}).get("check_mode"))
+        for key, label, tests in catalog:
             knob_checks = {t: checks[t] for t in tests if t in checks}
             statuses = [c["status"].replace("skipped", "n/a") for c in knob_checks.values()]
-            tuning = {r: results.get(r) for r in registered if r in results}
-            knobs[key] = {
+            result = results.get(key)
+            rows[key] = {
                 "label": label, "verify": worst(statuses) if tests else "not checked",
-                "changed": any(bool(r and r.get("changed")) for r in tuning.values()),
+                "changed": bool(result and result.get("changed") and result.get("applied") and not check_mode),
                 "checks": knob_checks,
-                "tuning": {r: {"change": change(res), **({k: res.get(k) for k in ("before", "after", "changed", "msg")
-                                                          if k in res} if res else {})}
-                           for r, res in tuning.items()},
+                "tuning": {"change": change(result, check_mode),
+                           **{k: result[k] for k in ("before", "after", "changed", "msg") if k in result}}
+                          if result is not None else None,
             }
-        failing = [k for k, v in knobs.items() if v["verify"] in ("fail", "error")]
+        failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]
         report["hosts"][host] = {
             "result": "not verified" if not checks else ("fail" if failing else "pass"),
             "failing": failing,
             "tuned_at": fragments.get(host, {}).get("written"),
             "check_mode": fragments.get(host, {}).get("check_mode"),
-            "knobs": knobs,
+            "knobs": rows,
             "decode": decode(fragments.get(host, {})),
         }
     totals = {}
@@ -251,11 +257,37 @@ def markdown(report):
         lines += [f"<details><summary>{host}: {entry['result']}{tuned}</summary>", "",
                   "| knob | before → after | verification |", "| --- | --- | --- |"]
         for knob in entry["knobs"].values():
-            changes = "; ".join(t["change"] for t in knob["tuning"].values()) or "—"
+            changes = knob["tuning"]["change"] if knob["tuning"] else "—"
             notes = "; ".join(PREFIX.sub("", c["detail"]) for c in knob["checks"].values() if c["detail"])
             lines.append(f"| {knob['label']} | {clip(changes)} | {SYMBOL[knob['verify']]} {clip(notes)} |")
         lines += ["", "</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def record(directory, run):
+    """Write each host's results of this run into its fragment, keeping the decode floor and
+    the backend A/B; a host without results (it failed before its plan) keeps its fragment."""
+    directory = Path(directory)
+    for host, entry in run.items():
+        if entry.get("results") is None:
+            continue
+        path = directory / f"{host}.json"
+        fragment = json.loads(path.read_text()) if path.exists() else {}
+        fragment.update(host=host, written=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        check_mode=bool(entry.get("check_mode")), results=entry["results"])
+        _write_json(path, fragment)
+
+
+def write(directory, hosts=None):
+    """fleet.json and fleet.md from the fragments and the JUnit XML; returns a summary line."""
+    directory = Path(directory)
+    verified = read_junit(sorted((directory / "verify").glob("*.xml")))
+    report = build(read_fragments(directory / "hosts"), verified, hosts)
+    (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+    (directory / "fleet.md").write_text(markdown(report))
+    summary = report["summary"]
+    return (f"{directory / 'fleet.md'}: {summary['hosts']} hosts, "
+            + ", ".join(f"{summary.get(k, 0)} {k}" for k in ("pass", "fail", "not verified")))
 
 
 def main(argv=None):
@@ -263,15 +295,7 @@ def main(argv=None):
     parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
     parser.add_argument("--hosts", help="comma-separated hosts to report (default: every host seen)")
     args = parser.parse_args(argv)
-    directory = Path(args.dir)
-    verified = read_junit(sorted((directory / "verify").glob("*.xml")))
-    hosts = [h for h in (args.hosts or "").split(",") if h]
-    report = build(read_fragments(directory / "hosts"), verified, hosts)
-    (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    (directory / "fleet.md").write_text(markdown(report))
-    summary = report["summary"]
-    print(f"{directory / 'fleet.md'}: {summary['hosts']} hosts, "
-          + ", ".join(f"{summary.get(k, 0)} {k}" for k in ("pass", "fail", "not verified")))
+    print(write(args.dir, [h for h in (args.hosts or "").split(",") if h]))
     return 0
 
 

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import yaml
 
+from infertune_node.safetensors import TensorInfo, model_tensors
+
 from infertune.report import merge_into_host_report
-from infertune.safetensors_header import TensorInfo, load_dump, model_tensors
 
 SPECS_FILE = Path(__file__).parent / "data" / "gpu_specs.yml"
 
@@ -63,6 +64,12 @@ def component(name: str) -> str:
 
 def text_config(config: dict) -> dict:
     return config.get("text_config", config) if "num_hidden_layers" not in config else config
+
+
+def load_dump(path: Path) -> tuple[str, dict, list[TensorInfo]]:
+    """Read the model_weights module's `dump`: (model name, config, tensors)."""
+    data = json.loads(Path(path).read_text())
+    return data["model"], data["config"], [TensorInfo(n, d, tuple(s), b) for n, d, s, b in data["tensors"]]
 
 
 def load_specs(path: Path = SPECS_FILE) -> dict:
@@ -215,7 +222,7 @@ def gpu_entry(specs: dict, gpu: str) -> str:
 
 def analyse(source: Path, gpu: str, tp: int, assume_quant: str | None = None,
             specs: dict | None = None) -> dict:
-    """Floor for a model directory, or for a header dump written by safetensors_header.py."""
+    """Floor for a model directory, or for the `dump` the model_weights module returned for one."""
     specs = specs or load_specs()
     gpu_key = gpu_entry(specs, gpu)
     source = Path(source)
@@ -260,7 +267,7 @@ def render(r: dict, measured_ms: float | None = None) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m infertune.roofline", description=__doc__.split("\n")[0])
     p.add_argument("model", type=Path, help="directory with config.json and *.safetensors, or the "
-                   "JSON that infertune/safetensors_header.py printed for one")
+                   "`dump` JSON that the model_weights module returned for one")
     p.add_argument("--gpu", default="rtx-pro-6000-server",
                    help="key in infertune/data/gpu_specs.yml, or the GPU name nvidia-smi reports")
     p.add_argument("--tp", type=int, default=8, help="tensor-parallel size")

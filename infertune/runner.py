@@ -1,6 +1,7 @@
 """Run one playbook through ansible-runner, feeding every event to a callback."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -8,10 +9,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import ansible_runner
+from ansible.parsing.splitter import parse_kv
 
 
 @dataclass
@@ -22,13 +25,16 @@ class Invocation:
     limit: str | None = None
     check: bool = False
     diff: bool = False
-    extra_vars: list = field(default_factory=list)
+    extra_vars: list = field(default_factory=list)  # "@FILE" each: see vars_files()
+    vault_password_file: str | None = None
 
     def options(self) -> list:
         """ansible-playbook options other than -i and --limit (ansible-runner adds those)."""
         opts = []
         for value in self.extra_vars:
             opts += ["-e", value]
+        if self.vault_password_file:
+            opts += ["--vault-password-file", self.vault_password_file]
         if self.check:
             opts.append("--check")
         if self.diff:
@@ -51,6 +57,41 @@ def absolute(value: str, prefix: str = "") -> str:
     """
     path = Path(value.removeprefix(prefix))
     return prefix + str(path.resolve()) if value.startswith(prefix) and path.exists() else value
+
+
+class UsageError(Exception):
+    """A command-line value ansible-playbook would refuse; the message says which."""
+
+
+def _vars_file_text(value: str) -> str:
+    """One inline -e value as the text of an equivalent vars file, parsed as ansible-playbook would."""
+    if value[:1] in ("/", "."):
+        raise UsageError(f"-e {value}: prepend a vars file's name with @")
+    if value[:1] in ("[", "{"):
+        return value  # YAML or JSON reads the same from a file
+    return json.dumps(parse_kv(value))  # key=value pairs: strings
+
+
+@contextmanager
+def vars_files(extra_vars: list):
+    """Yield the -e values as "@FILE" each; inline values go to files removed on exit.
+
+    A secret in `-e sglang_api_key=...` would otherwise sit on ansible-playbook's command
+    line, readable by every user of the control node (ps, /proc/PID/cmdline). The files are
+    0600 in a private (0700) temporary directory, one per value, in order, so later values
+    still override earlier ones.
+    """
+    with tempfile.TemporaryDirectory(prefix="infertune-vars-") as tmp:
+        files = []
+        for n, value in enumerate(extra_vars):
+            if value.startswith("@"):
+                files.append(value)
+                continue
+            path = os.path.join(tmp, f"extra-vars-{n}.yml")
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+                handle.write(_vars_file_text(value))
+            files.append("@" + path)
+        yield files
 
 
 def child_env() -> dict:

@@ -5,15 +5,19 @@
 DOCUMENTATION = r"""
 ---
 module: gpu_facts
-short_description: Read every NVIDIA GPU of a host and optionally gate on count, compute capability and driver
+short_description: Read every NVIDIA GPU of a host and optionally gate on count, capability, driver and persistence
 description:
-  - Reads, per GPU, the index, name, UUID, PCI bus id, compute capability, memory, driver version,
-    persistence mode and PCIe link generation and width (current and maximum).
+  - Reads, per GPU, the index, name, UUID, PCI bus id and device id, compute capability, memory, driver
+    version, persistence mode and PCIe link generation and width (current and maximum).
+  - With O(venv), derives the lowest driver the installed torch needs from the CUDA release recorded in
+    its C(torch/version.py) and NVIDIA's minimum driver per CUDA release (a table with its source in
+    C(module_utils/infertune_node/cuda_driver.py)).
   - Uses NVML through the C(pynvml) module of nvidia-ml-py when it imports on the host, else
     C(nvidia-smi --query-gpu=... --format=csv,noheader,nounits).
   - Read-only; it never changes a GPU setting, so it runs the same in check mode.
-  - When O(expected_count), O(compute_capability) or O(min_driver) is given, the module fails with
-    one message that names the host and, per GPU, its index and bus id with what was found and expected.
+  - When O(expected_count), O(compute_capability), O(min_driver), O(venv) (with a derivable floor) or
+    O(require_persistence) asks for it, the module fails with one message that names the host and, per
+    GPU, its index and bus id with what was found and expected.
 options:
   source:
     description: Where to read the GPUs from. V(auto) tries NVML first and falls back to nvidia-smi.
@@ -31,8 +35,25 @@ options:
     description: Compute capability every GPU must have, for example V(12.0) for RTX PRO 6000 Blackwell.
     type: str
   min_driver:
-    description: Lowest acceptable NVIDIA driver version, for example V(575.57).
+    description:
+      - Lowest acceptable NVIDIA driver version, for example V(575.57), checked in addition to the floor
+        derived from O(venv).
     type: str
+  venv:
+    description:
+      - Virtual environment whose C(torch/version.py) names the CUDA release the server runs with; the
+        driver must be at least NVIDIA's minimum for that release. Without torch there (or a CPU-only
+        torch, or a CUDA release not in the table) no floor is derived and RV(driver_floor) says why.
+    type: path
+  require_persistence:
+    description: Fail when a GPU's persistence mode is not enabled (off, or hidden by a VM).
+    type: bool
+    default: false
+  gpu_table:
+    description:
+      - GPU table (C(infertune/data/gpu_specs.yml) read on the controller). Each GPU is matched to an
+        entry by PCI device id, else by name or alias, and returned as C(table_key) (null when absent).
+    type: dict
   host:
     description: Name of the host in failure messages; the role passes the inventory name.
     type: str
@@ -65,6 +86,7 @@ gpus:
       uuid: GPU-5c1f9a0e-0000-0000-0000-000000000000
       pci_bus_id: "00000000:18:00.0"
       pci_bdf: "0000:18:00.0"
+      pci_device_id: "0x2bb5"
       compute_capability: "12.0"
       memory_total_mib: 97887
       driver_version: "580.95.05"
@@ -86,6 +108,17 @@ source:
   description: What answered, V(nvml) or V(nvidia_smi).
   returned: success
   type: str
+driver_floor:
+  description: >-
+    The driver floor from O(venv) - C(torch_version), C(cuda_version), C(min_driver) (null when not derived),
+    C(reason) and C(source) (NVIDIA's table); null without O(venv).
+  returned: success
+  type: dict
+  sample:
+    torch_version: 2.9.1+cu128
+    cuda_version: "12.8"
+    min_driver: "570.26"
+    reason: CUDA 12.8 (torch 2.9.1+cu128 in /opt/sglang/venv) needs driver 570.26 or newer
 problems:
   description: Each way the GPUs differ from the requested profile; empty when they match or nothing was asked.
   returned: always
@@ -96,37 +129,18 @@ problems:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.gpu_query import (
-    GpuQueryError,
-    NvmlUnavailable,
-    gate_problems,
-    query_nvml,
-    query_smi,
-)
+from ansible.module_utils.infertune_node.gpu_gate import gate
+from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
 
 
-def read_gpus(module):
-    source = module.params["source"]
-    if source in ("auto", "nvml"):
-        try:
-            import pynvml
-        except ImportError:
-            if source == "nvml":
-                raise GpuQueryError("pynvml (nvidia-ml-py) is not importable by %s" % module._name)
-        else:
-            try:
-                return "nvml", query_nvml(pynvml)
-            except NvmlUnavailable:
-                if source == "nvml":
-                    raise
-
+def runner(module):
+    """run(argv) for the gate: the binary from PATH, C locale."""
     def run(argv):
         executable = module.get_bin_path(argv[0])
         if executable is None:
             raise OSError("%s is not on PATH" % argv[0])
         return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
-
-    return "nvidia_smi", query_smi(run, module.params["nvidia_smi"])
+    return run
 
 
 def main():
@@ -137,35 +151,23 @@ def main():
             expected_count=dict(type="int"),
             compute_capability=dict(type="str"),
             min_driver=dict(type="str"),
+            venv=dict(type="path"),
+            require_persistence=dict(type="bool", default=False),
+            gpu_table=dict(type="dict"),
             host=dict(type="str"),
         ),
         supports_check_mode=True,
     )
-    host = module.params["host"] or socket.gethostname()
+    params = dict(module.params)
+    host = params.pop("host") or socket.gethostname()
     try:
-        source, gpus = read_gpus(module)
+        result = gate(runner(module), **params)
     except GpuQueryError as exc:
         module.fail_json(msg="host %s: %s" % (host, exc), problems=[str(exc)])
-
-    problems = gate_problems(
-        gpus,
-        expected_count=module.params["expected_count"],
-        compute_capability=module.params["compute_capability"],
-        min_driver=module.params["min_driver"],
-    )
-    result = dict(
-        changed=False,
-        gpus=gpus,
-        gpu_count=len(gpus),
-        compute_capabilities=sorted({gpu["compute_capability"] for gpu in gpus}),
-        source=source,
-        problems=problems,
-    )
-    if problems:
-        module.fail_json(
-            msg="host %s does not match the GPU profile: %s" % (host, "; ".join(problems)), **result
-        )
-    module.exit_json(**result)
+    if result["problems"]:
+        module.fail_json(msg="host %s does not match the GPU profile: %s" % (host, "; ".join(result["problems"])),
+                         changed=False, **result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

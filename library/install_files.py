@@ -9,7 +9,7 @@ description:
     parent directories. Files already in place are left alone, so a no-op run costs one round trip
     instead of two per file with M(ansible.builtin.copy) or M(ansible.builtin.template).
   - Render templates on the controller with C(lookup('ansible.builtin.template', ...)) and pass the text.
-  - Supports check mode and diff mode.
+  - Supports check mode (nothing is written) and diff mode.
 options:
   files:
     description: The files to install.
@@ -30,9 +30,14 @@ options:
         type: str
         default: "0644"
       validate:
-        description: Command run on the new content before it is installed; C(%s) is the file. Fails the task
+        description: Command run on the new content before it is installed, also in check mode; C(%s) is
+          C(/dev/stdin), where the content is fed, so validation writes no file anywhere. Fails the task
           without touching the file when the command fails.
         type: str
+      diff:
+        description: Show the content in diff mode; false shows the sizes only (shipped code).
+        type: bool
+        default: true
 author: infertune
 """
 
@@ -67,7 +72,7 @@ def main():
             "path": {"type": "path", "required": True},
             "content": {"type": "str", "required": True},
             "mode": {"type": "str", "default": "0644"},
-            "validate": {"type": "str"}}}},
+            "validate": {"type": "str"}, "diff": {"type": "bool", "default": True}}}},
         supports_check_mode=True)
     run_knob(module, install, module.params["files"])
 

@@ -11,9 +11,16 @@ description:
     importing either (no torch needed).
   - Reads the MoE runner backends that this sglang accepts from its own sources
     (C(sglang/srt/arg_groups/choices.py) from 0.5.20, C(server_args.py) read with C(ast) before).
-  - Reads the compute capabilities the installed FlashInfer declares with
-    C(@supported_compute_capability) for the backend's kernels, where it declares them.
-  - Combines both with O(matrix), the support matrix kept as data in the repository.
+  - Reads the rules the installed sglang states in its own source (with C(ast), no import) - each
+    quantization method's minimum compute capability, the quantizations each backend asserts, and the
+    C(auto) resolutions that depend on quantization and architecture only.
+  - Reads what the installed FlashInfer says per compute capability for the backend's kernels -
+    C(@supported_compute_capability) declarations (enforced only under C(@backend_requirement)),
+    per-architecture dispatch chains that raise, and JIT compile targets.
+  - Combines them with O(matrix), the support matrix kept as data in the repository.
+  - Verdicts are C(unsupported) (sglang refuses it, or a source says it cannot run here), C(undeclared)
+    (FlashInfer does not declare this compute capability and nothing enforces it), C(supported), and
+    C(unknown) when nothing covers the combination.
   - With O(argv), validates an sglang server command line with the installed release's own argument
     parser when sglang imports in O(venv), else against its choice lists.
   - Read-only; it runs the same in check mode and never reports a change.
@@ -26,7 +33,8 @@ options:
     description: The C(--moe-runner-backend) to judge. Without it only versions, choices and O(argv) are checked.
     type: str
   quantization:
-    description: The C(--quantization) the server runs with; matrix rows may be specific to one.
+    description:
+      - The C(--quantization) the server runs with; empty, V(bf16) or V(fp16) mean an unquantized model.
     type: str
   gpus:
     description: The host's GPUs as the gpu_facts module returns them (index, name, compute_capability at least).
@@ -35,9 +43,12 @@ options:
     default: []
   matrix:
     description:
-      - Support rows. Backend rows have C(backend), C(compute_capabilities), optional C(quantization) and
-        C(sglang_min), C(verdict) (supported/unsupported), optional C(resolves_to) (for C(auto)),
-        C(reason) and C(source). Feature rows have C(feature) instead of C(backend).
+      - Support rows. Backend rows have C(backends) (a list), C(compute_capabilities), optional
+        C(quantizations) (V(bf16) for unquantized), C(sglang_min) and C(evidence) (C(file) relative to the
+        sglang package, or a list of files, and C(contains), text the installed release must hold for the
+        row to apply), C(verdict) (supported/unsupported), optional C(resolves_to) (for C(auto)),
+        C(fallback) (what runs instead, for example a weight-only kernel), C(reason) and C(source).
+        Feature rows have C(feature) instead of C(backends).
     type: list
     elements: dict
     default: []
@@ -98,11 +109,15 @@ choices_source:
   returned: when sglang is installed
   type: str
 verdict:
-  description: C(supported), C(unsupported) or C(unknown); null without O(backend).
+  description: C(supported), C(undeclared), C(unsupported) or C(unknown) (worst GPU group); null without O(backend).
   returned: always
   type: str
 findings:
-  description: One entry per compute capability present, with the GPU indexes, verdict and reasons.
+  description: >-
+    One entry per compute capability present - C(gpus) (indexes), C(gpu_name), C(compute_capability),
+    C(quantization), C(verdict), C(resolved_backend) (what C(auto) resolves to, else the backend),
+    C(fallback) (null, or the fallback the GPU runs the quantization through and that it is weight-only)
+    and C(reasons).
   returned: always
   type: list
   elements: dict
@@ -111,7 +126,7 @@ reason:
   returned: when O(backend) is given
   type: str
 sources:
-  description: The matrix sources and FlashInfer definitions the verdict rests on.
+  description: The sglang files and lines, FlashInfer definitions and matrix sources the verdict rests on.
   returned: always
   type: list
   elements: str
@@ -123,41 +138,10 @@ argv_check:
   type: dict
 """
 
-import json
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.moe_support import (
-    PARSER_PROBE,
-    assess,
-    check_argv_choices,
-    choice_lists,
-    dist_version,
-    package_dir,
-    site_dirs,
-)
-
-
-def check_argv(module, argv, lists, sglang_dir):
-    python = os.path.join(module.params["venv"], "bin", "python3")
-    if sglang_dir is None:
-        parser_error = "sglang is not installed in %s" % module.params["venv"]
-    elif not os.path.exists(python):
-        parser_error = "%s does not exist" % python
-    else:
-        rc, out, err = module.run_command([python, "-c", PARSER_PROBE, json.dumps(argv)])
-        try:
-            probe = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            probe = {"imported": False, "error": "parser probe failed (rc %d): %s" % (rc, err.strip())}
-        if probe["imported"]:
-            return {"method": "parser", "ok": probe["ok"], "errors": [] if probe["ok"] else [probe["error"]]}
-        parser_error = "sglang does not import: %s" % probe["error"]
-    if lists is None:
-        return {"method": "none", "ok": False, "errors": [parser_error], "parser_error": parser_error}
-    errors = check_argv_choices(argv, lists)
-    return {"method": "choices", "ok": not errors, "errors": errors, "parser_error": parser_error}
+from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
 
 
 def main():
@@ -175,37 +159,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    host = params["host"] or socket.gethostname()
-    sites = site_dirs(params["venv"])
-    sglang_version = dist_version(sites, "sglang")
-    sglang_dir = package_dir(sites, "sglang") if sglang_version else None
-    flashinfer_version = dist_version(sites, "flashinfer-python")
-    flashinfer_dir = package_dir(sites, "flashinfer") if flashinfer_version else None
-
-    result = dict(changed=False, sglang_version=sglang_version, flashinfer_version=flashinfer_version,
-                  moe_runner_backends=None, verdict=None, findings=[], sources=[])
-    lists = None
-    if sglang_dir is not None:
-        try:
-            result["choices_source"], lists = choice_lists(sglang_dir)
-        except (OSError, SyntaxError, ImportError) as exc:
-            module.fail_json(msg="host %s: cannot read the choice lists of sglang %s: %s" % (
-                host, sglang_version, exc), **result)
-        result["moe_runner_backends"] = lists.get("MOE_RUNNER_BACKEND_CHOICES")
-
-    if params["backend"]:
-        judged = assess(params["backend"], params["quantization"], params["gpus"], sglang_version,
-                        result["moe_runner_backends"], flashinfer_dir, params["matrix"], params["kernels"],
-                        params["allreduce_fusion"])
-        result.update(verdict=judged["verdict"], findings=judged["findings"], sources=judged["sources"])
-        result["reason"] = "host %s: MoE runner backend %s is %s with sglang %s and flashinfer %s. %s" % (
-            host, params["backend"], judged["verdict"], sglang_version, flashinfer_version,
-            " ".join(judged["reasons"]))
-
-    if params["argv"] is not None:
-        result["argv_check"] = check_argv(module, params["argv"], lists, sglang_dir)
-    module.exit_json(**result)
+    params = dict(module.params)
+    host = params.pop("host") or socket.gethostname()
+    try:
+        result = judge_host(module.run_command, host, **params)
+    except ReadError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

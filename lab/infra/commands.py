@@ -4,7 +4,7 @@ import os
 import shutil
 import sys
 
-from . import host_setup, hosts, image, inventory, network, paths, podman, ssh
+from . import host_setup, hosts, image, inventory, network, paths, podman, ssh, users
 
 
 def _say(text):
@@ -64,14 +64,16 @@ def _host(name):
 
 
 def _wait_for_ssh(lab):
-    booting = {h.name: h.ip for h in lab if "no-boot" not in hosts.faults(h.name)}
-    for name in sorted(set(h.name for h in lab) - set(booting)):
+    """Wait until the hosts that boot answer ssh; return them."""
+    booting = [h for h in lab if "no-boot" not in hosts.faults(h.name)]
+    for name in sorted(set(h.name for h in lab) - {h.name for h in booting}):
         _say(f"{name}: no-boot fault set, not waiting for it")
     _say(f"waiting for ssh on {len(booting)} host(s)")
-    silent = ssh.wait(booting)
+    silent = ssh.wait({h.name: h.ip for h in booting})
     if silent:
         raise RuntimeError(f"no ssh answer from {', '.join(silent)} "
                            f"(see: podman logs; labctl exec HOST -- journalctl -b)")
+    return booting
 
 
 def cmd_up(args):
@@ -108,9 +110,12 @@ def cmd_up(args):
         elif current["image"] != meta["tag"]:
             _say(f"{host.name} runs an older image {current['image']}; `up --fresh` recreates it")
     _prune_old_images(meta["tag"])
+    ssh.record_host_keys(lab)
     inventory.write(lab, meta)
-    _wait_for_ssh(lab)
-    _say(f"{len(lab)} host(s) up; inventory {paths.INVENTORY.relative_to(paths.REPO)}")
+    booted = _wait_for_ssh(lab)
+    users.ensure(booted)
+    _say(f"{len(lab)} host(s) up; inventory {paths.INVENTORY.relative_to(paths.REPO)}; "
+         f"user {users.USER} (sudo) on {len(booted)}")
 
 
 def cmd_down(_args):

@@ -11,7 +11,7 @@ DEFAULT_PROFILE = "seed-epyc-rtxpro6000"
 FIRST_OCTET = 11
 MAX_HOSTS = 254 - FIRST_OCTET + 1
 LABEL = "infertune-lab.host"
-FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost")
+FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "no-driver-for-kernel")
 INIT = "/lab/boot/init"
 
 
@@ -105,7 +105,9 @@ def create(host, image_tag):
     podman.run(
         "run", "-d", "--name", host.container, "--hostname", host.name,
         "--network", network.NAME, "--ip", host.ip, "--mac-address", host.mac,
-        "--systemd=always", "--cap-add", "SYS_ADMIN", "--restart=always", "--stop-timeout", "5",
+        # AUDIT_WRITE as on a real host: without it sudo warns on every call.
+        "--systemd=always", "--cap-add", "SYS_ADMIN", "--cap-add", "AUDIT_WRITE", "--restart=always",
+        "--stop-timeout", "5",
         "-v", f"{paths.BOOT}:/lab/boot:ro", "-v", f"{host.dir}:/lab/host:ro",
         "--label", f"{LABEL}={host.name}", image_tag, INIT,
     )

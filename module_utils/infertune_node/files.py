@@ -3,9 +3,10 @@
 One module call for all the files of a component keeps a no-op run to a single
 round trip, where copy/template would cost two per file.
 """
+import hashlib
 import os
 import stat
-import tempfile
+import subprocess
 
 from . import sysfs
 from .gate import TuningError
@@ -23,21 +24,25 @@ def _current(path):
         raise TuningError("cannot read %s: %s" % (path, exc)) from exc
 
 
-def _validate(gate, command, content, directory):
-    """Run e.g. `bash -n %s` on the new content before it replaces anything."""
-    fd, tmp = tempfile.mkstemp(dir=directory if os.path.isdir(directory) else None, prefix=".infertune-check-")
+def _validate(command, content):
+    """Run e.g. `bash -n %s` on the new content before it replaces anything.
+
+    %s names /dev/stdin, where the content is fed: no file is written for it, neither
+    next to the target (where a stray one could be picked up, e.g. from a .d directory)
+    nor in a temp directory (a secret's content would land there), so check mode
+    validates too and still creates nothing on the host.
+    """
+    argv = [word.replace("%s", "/dev/stdin") for word in command.split()]
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
-        rc, out, err = gate.runner(command.replace("%s", tmp).split())
-    finally:
-        os.unlink(tmp)
-    if rc != 0:
-        raise TuningError("validation `%s` failed: %s" % (command, (err or out).strip()))
+        proc = subprocess.run(argv, input=content, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise TuningError("validation `%s` cannot run: %s" % (command, exc)) from exc
+    if proc.returncode != 0:
+        raise TuningError("validation `%s` failed: %s" % (command, (proc.stderr or proc.stdout).strip()))
 
 
 def install(root, files, gate):
-    """files: [{path, content, mode (octal string), validate (optional, with %s)}]."""
+    """files: [{path, content, mode (octal string), validate (optional, with %s), diff (false: sizes only)}]."""
     changed, diffs = [], []
     for spec in files:
         path = sysfs.path(root, spec["path"])
@@ -46,7 +51,7 @@ def install(root, files, gate):
         if before == spec["content"] and before_mode == mode:
             continue
         if spec.get("validate"):
-            _validate(gate, spec["validate"], spec["content"], os.path.dirname(path))
+            _validate(spec["validate"], spec["content"])
         if before == spec["content"]:
             gate.actions.append("chmod %o %s" % (mode, path))
             if not gate.check_mode:
@@ -54,7 +59,25 @@ def install(root, files, gate):
         else:
             gate.write_file(path, spec["content"], mode)
         changed.append(spec["path"])
-        diffs.append({"before_header": spec["path"], "after_header": spec["path"],
-                      "before": before if before is not None else "",
-                      "after": spec["content"]})
+        if spec.get("diff", True):
+            diffs.append({"before_header": spec["path"], "after_header": spec["path"],
+                          "before": before if before is not None else "", "after": spec["content"]})
+        else:
+            # Shipped code, not configuration: its size says enough.
+            diffs.append({"before_header": spec["path"], "after_header": spec["path"],
+                          "before": "(%d bytes)\n" % len(before) if before is not None else "",
+                          "after": "(%d bytes)\n" % len(spec["content"])})
     return {"changed": bool(changed), "files": changed, "diff": diffs}
+
+
+def fingerprints(root, paths):
+    """{path: {sha1, mode} or None}: enough to tell whether rendered files would change them."""
+    found = {}
+    for rel in paths:
+        try:
+            with open(sysfs.path(root, rel), "rb") as handle:
+                digest = hashlib.sha1(handle.read()).hexdigest()
+            found[rel] = {"sha1": digest, "mode": "%04o" % stat.S_IMODE(os.stat(sysfs.path(root, rel)).st_mode)}
+        except OSError:
+            found[rel] = None
+    return found

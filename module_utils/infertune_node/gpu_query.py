@@ -10,6 +10,7 @@ SMI_FIELDS = (
     ("name", "name"),
     ("uuid", "uuid"),
     ("pci_bus_id", "pci.bus_id"),
+    ("pci_device_id", "pci.device_id"),
     ("compute_capability", "compute_cap"),
     ("memory_total_mib", "memory.total"),
     ("driver_version", "driver_version"),
@@ -52,6 +53,11 @@ def sysfs_bdf(bus_id):
     return "%04x:%s" % (int(domain, 16), rest)
 
 
+def device_id(pci_device_id):
+    """NVML/nvidia-smi pack device and vendor (0x233510DE); sysfs and lspci name the device alone (0x2335)."""
+    return "0x%04x" % (pci_device_id >> 16)
+
+
 def _finish(gpu):
     gpu["pci_bdf"] = sysfs_bdf(gpu["pci_bus_id"])
     return gpu
@@ -77,6 +83,8 @@ def parse_smi_csv(text):
                 gpu[key] = int(value)
             elif key == "persistence_mode":
                 gpu[key] = value == "Enabled"
+            elif key == "pci_device_id":
+                gpu[key] = device_id(int(value, 16))
             else:
                 gpu[key] = value
         gpus.append(_finish(gpu))
@@ -128,11 +136,13 @@ def query_nvml(nvml):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
             persistence = optional(nvml.nvmlDeviceGetPersistenceMode, handle)
+            pci = nvml.nvmlDeviceGetPciInfo(handle)
             gpus.append(_finish({
                 "index": index,
                 "name": _text(nvml.nvmlDeviceGetName(handle)),
                 "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
-                "pci_bus_id": _text(nvml.nvmlDeviceGetPciInfo(handle).busId),
+                "pci_bus_id": _text(pci.busId),
+                "pci_device_id": device_id(pci.pciDeviceId),
                 "compute_capability": "%d.%d" % (major, minor),
                 "memory_total_mib": nvml.nvmlDeviceGetMemoryInfo(handle).total // (1024 * 1024),
                 "driver_version": driver,
@@ -147,13 +157,27 @@ def query_nvml(nvml):
         nvml.nvmlShutdown()
 
 
+def match_table(table, gpu):
+    """Key of the GPU table entry for this GPU: by PCI device id, else by name or alias; None when absent."""
+    for key, entry in table.items():
+        if gpu.get("pci_device_id") in entry.get("pci_device_ids", []):
+            return key
+    names = {key: [entry.get("name", "")] + entry.get("aliases", []) for key, entry in table.items()}
+    return next((key for key, known in names.items() if gpu["name"].casefold() in (n.casefold() for n in known)), None)
+
+
 def version_key(text):
     """'580.159.03' -> (580, 159, 3), so that driver versions compare as numbers."""
     return tuple(int(part) for part in text.split("."))
 
 
-def gate_problems(gpus, expected_count=None, compute_capability=None, min_driver=None):
-    """What stops this host's GPUs from matching the profile; each line names the GPU, found and expected."""
+def gate_problems(gpus, expected_count=None, compute_capability=None, min_driver=None, require_persistence=False,
+                  driver_floor=None):
+    """What stops this host's GPUs from matching the profile; each line names the GPU, found and expected.
+
+    driver_floor: {"min_driver", "why"} derived from the installed CUDA (cuda_driver.driver_floor), checked
+    next to min_driver, which stays an optional extra floor.
+    """
     problems = []
     if expected_count is not None and len(gpus) != expected_count:
         problems.append("%s GPUs than expected: found %d, expected %d" % (
@@ -163,6 +187,13 @@ def gate_problems(gpus, expected_count=None, compute_capability=None, min_driver
         if compute_capability is not None and version_key(gpu["compute_capability"]) != version_key(compute_capability):
             problems.append("%s: compute capability %s found, %s expected" % (
                 where, gpu["compute_capability"], compute_capability))
-        if min_driver is not None and version_key(gpu["driver_version"]) < version_key(min_driver):
+        if driver_floor and version_key(gpu["driver_version"]) < version_key(driver_floor["min_driver"]):
+            problems.append("%s: driver %s found, %s needs at least %s" % (
+                where, gpu["driver_version"], driver_floor["why"], driver_floor["min_driver"]))
+        if min_driver and version_key(gpu["driver_version"]) < version_key(min_driver):
             problems.append("%s: driver %s found, at least %s expected" % (where, gpu["driver_version"], min_driver))
+        # None (a VM or driver hiding it) is no proof that it is on.
+        if require_persistence and gpu.get("persistence_mode") is not True:
+            problems.append("%s: persistence mode %s, required on (nvidia-persistenced or nvidia-smi -pm 1)" % (
+                where, "off" if gpu.get("persistence_mode") is False else "unknown"))
     return problems

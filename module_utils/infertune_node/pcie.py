@@ -4,6 +4,9 @@ Reads walk the capability list in the sysfs `config` file; writes go only
 through `setpci` with the mask 7000, so Function-Level Reset (bit 15), Max
 Payload and the error-reporting bits are never touched.
 """
+import os
+import re
+
 from . import sysfs
 from .gate import TuningError
 
@@ -11,6 +14,7 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 VALUES = (128, 256, 512, 1024, 2048, 4096)
 MRRS_MASK = 0x7000
 PCIE_CAP_ID = 0x10
+BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 LOCKDOWN_REFUSES = ("integrity", "confidentiality")
 
 
@@ -22,10 +26,16 @@ def setpci_prefix(root):
 
 
 def find_devices(root, vendor, classes):
-    """BDFs whose vendor matches and whose base class + subclass (class >> 8) is listed."""
+    """BDFs whose vendor matches and whose base class + subclass (class >> 8) is listed.
+
+    SR-IOV virtual functions (a `physfn` link) are never selected: their Device Control
+    fields such as MaxReadReq are reserved, and the physical function carries the setting.
+    """
     wanted = {int(c, 16) for c in classes}
     found = []
     for bdf in sysfs.entries(root, PCI_DEVICES + "/*"):
+        if os.path.lexists(sysfs.path(root, "%s/%s/physfn" % (PCI_DEVICES, bdf))):
+            continue
         dev_vendor = sysfs.read(root, "%s/%s/vendor" % (PCI_DEVICES, bdf))
         dev_class = sysfs.read(root, "%s/%s/class" % (PCI_DEVICES, bdf))
         if dev_vendor is None or dev_class is None:
@@ -33,6 +43,17 @@ def find_devices(root, vendor, classes):
         if int(dev_vendor, 16) == int(vendor, 16) and int(dev_class, 16) >> 8 in wanted:
             found.append(bdf)
     return found
+
+
+def ports_above(root, bdf):
+    """Bridges between a device and the host bridge, nearest first, from the sysfs nesting
+    (/sys/devices/pci0000:00/<root port>/<switch up>/<switch down>/<device>)."""
+    parent = os.path.dirname(os.path.realpath(sysfs.path(root, "%s/%s" % (PCI_DEVICES, bdf))))
+    ports = []
+    while BDF_RE.match(os.path.basename(parent)):
+        ports.append(os.path.basename(parent))
+        parent = os.path.dirname(parent)
+    return ports
 
 
 def read_config(root, bdf):
@@ -47,13 +68,31 @@ def read_config(root, bdf):
     return config
 
 
-def _word(config, offset):
+def word(config, offset):
     return int.from_bytes(config[offset:offset + 2], "little")
+
+
+def dword(config, offset):
+    return int.from_bytes(config[offset:offset + 4], "little")
+
+
+def ext_cap_offset(config, cap_id):
+    """Offset of a PCIe extended capability (list from 0x100), or None."""
+    offset, seen = 0x100, set()
+    while 0x100 <= offset <= len(config) - 4 and offset not in seen:
+        seen.add(offset)
+        header = dword(config, offset)
+        if header in (0, 0xFFFFFFFF):
+            return None
+        if header & 0xFFFF == cap_id:
+            return offset
+        offset = (header >> 20) & 0xFFC
+    return None
 
 
 def pcie_cap_offset(config):
     """Offset of the PCI Express capability, or None when the device has none."""
-    if not _word(config, 0x06) & 0x10:
+    if not word(config, 0x06) & 0x10:
         return None
     offset, seen = config[0x34] & 0xFC, set()
     while offset and offset not in seen and offset + 2 <= len(config):
@@ -70,7 +109,7 @@ def device_control(config, bdf):
         raise TuningError("%s has no PCI Express capability; MaxReadReq does not apply to it" % bdf)
     if offset + 10 > len(config):
         raise TuningError("%s: Device Control lies beyond the readable config space (need root)" % bdf)
-    return _word(config, offset + 8)
+    return word(config, offset + 8)
 
 
 def mrrs_bytes(devctl):
@@ -85,13 +124,14 @@ def read_mrrs(root, bdf):
     return mrrs_bytes(device_control(read_config(root, bdf), bdf))
 
 
-def _refused(root, bdf, detail):
+def refused(root, bdf, knob, detail):
+    """The error for a config write that did not take, naming lockdown when it is the cause."""
     mode = sysfs.lockdown(root)
     if mode in LOCKDOWN_REFUSES:
         return TuningError("%s: PCI config write refused: kernel lockdown is '%s', which forbids config "
-                           "space writes from user space; MaxReadReq can only change with lockdown "
-                           "off (Secure Boot policy)" % (bdf, mode))
-    return TuningError("%s: writing MaxReadReq failed: %s" % (bdf, detail))
+                           "space writes from user space; %s can only change with lockdown "
+                           "off (Secure Boot policy)" % (bdf, mode, knob))
+    return TuningError("%s: writing %s failed: %s" % (bdf, knob, detail))
 
 
 def apply_mrrs(root, value, vendor, classes, gate, setpci=None):
@@ -108,11 +148,11 @@ def apply_mrrs(root, value, vendor, classes, gate, setpci=None):
             argv = prefix + ["-s", bdf, "CAP_EXP+8.w=%04x:%04x" % (encode(value), MRRS_MASK)]
             result = gate.run(argv)
             if result is not None and result[0] != 0:
-                raise _refused(root, bdf, result[2].strip() or "rc=%d" % result[0])
+                raise refused(root, bdf, "MaxReadReq", result[2].strip() or "rc=%d" % result[0])
         after[bdf] = value if gate.check_mode else read_mrrs(root, bdf)
         if after[bdf] != value:
             # setpci only warns when sysfs refuses the write, so the read-back decides.
-            raise _refused(root, bdf, "read back %d bytes after writing %d" % (after[bdf], value))
+            raise refused(root, bdf, "MaxReadReq", "read back %d bytes after writing %d" % (after[bdf], value))
     msg = "MaxReadReq %d bytes on %d device(s)" % (value, len(devices))
     if not devices:
         msg = "no PCI device of vendor %s with class %s" % (vendor, "/".join(classes))

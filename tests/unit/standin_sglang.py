@@ -8,9 +8,16 @@ token with cumulative text and counts, `e2e_latency` on the last, then `data: [D
 
 Without `ignore_eos` it stops at a pretend EOS after EOS_AFTER tokens, as a real model
 would stop early, so a client that forgets `ignore_eos` is caught.
+
+`GET /metrics` exports `sglang:num_running_reqs` as sglang does with `--enable-metrics`, and
+`hold` keeps each request in flight that many seconds, so a drain can be shown to wait for
+it. `/health`, `/health_generate` answer 200; like sglang's, they and /metrics need no API key.
+
+    python3 standin_sglang.py --host 0.0.0.0 --port 30000 --hold 20   # serve until killed
 """
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 import time
@@ -24,19 +31,22 @@ class StandinSglang:
     """Serves on 127.0.0.1 at an ephemeral port; refuses requests past `max_requests`.
 
     `token_delay(active)` gives the seconds per decoded token when `active` requests run
-    at once (default: no delay), to shape sample data.
+    at once (default: no delay), to shape sample data; `hold` the seconds each request stays
+    in flight before it decodes.
     """
 
-    def __init__(self, max_requests: int = 100, token_delay=lambda active: 0.0, api_key: str = ""):
+    def __init__(self, max_requests: int = 100, token_delay=lambda active: 0.0, api_key: str = "",
+                 hold: float = 0.0, host: str = "127.0.0.1", port: int = 0):
         self.max_requests = max_requests
         self.api_key = api_key  # when set, requests need `Authorization: Bearer <key>` (sglang --api-key)
         self.token_delay = token_delay
+        self.hold = hold
         self.requests = []  # decoded JSON bodies, in arrival order
         self.active = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self.url = f"http://{host}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     def __enter__(self):
@@ -77,6 +87,23 @@ class StandinSglang:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):
+                if self.path == "/metrics":
+                    payload = ("# HELP sglang:num_running_reqs The number of running requests.\n"
+                               "# TYPE sglang:num_running_reqs gauge\n"
+                               'sglang:num_running_reqs{engine_type="unified",model_name="standin",'
+                               f'pp_rank="0",tp_rank="0"}} {float(standin.active)}\n').encode()
+                elif self.path in ("/health", "/health_generate"):
+                    payload = b""
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self):
                 if self.path != "/generate":
                     self.send_error(404)
@@ -89,6 +116,7 @@ class StandinSglang:
                     self.send_error(503, "stand-in request budget spent")
                     return
                 try:
+                    time.sleep(standin.hold)
                     if body.get("stream"):
                         self._stream(body)
                     else:
@@ -135,3 +163,16 @@ class StandinSglang:
                 self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler
+
+
+if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description="sglang stand-in (tests only)")
+    cli.add_argument("--host", default="127.0.0.1")
+    cli.add_argument("--port", type=int, default=30000)
+    cli.add_argument("--hold", type=float, default=0.0, help="seconds each request stays in flight")
+    cli.add_argument("--api-key", default="")
+    args = cli.parse_args()
+    with StandinSglang(max_requests=10**9, api_key=args.api_key, hold=args.hold, host=args.host,
+                       port=args.port) as server:
+        print(f"serving on {server.url}", flush=True)
+        threading.Event().wait()

@@ -3,6 +3,7 @@
 No wall-clock timing is asserted: where the arithmetic is checked, the client gets a fake
 clock that advances a fixed step per reading.
 """
+import io
 import itertools
 import json
 
@@ -84,15 +85,39 @@ def test_cli_writes_json_and_plot_reads_it(tmp_path):
     assert [p[0] for p in series[0]["points"]] == [1, 2]
 
 
-def test_cli_prints_json_and_sends_the_api_key_from_the_environment(capsys, monkeypatch):
-    monkeypatch.setenv(bench_client.API_KEY_ENV, "s3cret")
+KEYED_RUN = ["--backend", "keyed", "--out", "-", "--batch", "1", "--trials", "1", "--warmup", "1",
+             "--max-new-tokens", "2"]
+
+
+def test_cli_prints_json_and_sends_the_api_key_from_standard_input(capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
     with StandinSglang(max_requests=2, api_key="s3cret") as srv:
-        assert bench_client.main(["--url", srv.url, "--backend", "keyed", "--out", "-", "--batch", "1",
-                                  "--trials", "1", "--warmup", "1", "--max-new-tokens", "2"]) == 0
+        assert bench_client.main(["--url", srv.url, "--api-key-file", "-", *KEYED_RUN]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["backend"] == "keyed"
     assert captured.err == ""
-    monkeypatch.delenv(bench_client.API_KEY_ENV)
     with StandinSglang(max_requests=1, api_key="s3cret") as srv:
         with pytest.raises(RuntimeError, match="401"):
             Client(srv.url).generate("x", 2)
+
+
+def test_api_key_from_a_private_file_only(tmp_path, capsys):
+    key = tmp_path / "key"
+    key.write_text("s3cret\n")
+    key.chmod(0o600)
+    with StandinSglang(max_requests=2, api_key="s3cret") as srv:
+        assert bench_client.main(["--url", srv.url, "--api-key-file", str(key), *KEYED_RUN]) == 0
+    key.chmod(0o640)
+    with pytest.raises(SystemExit, match="readable by others"):
+        bench_client.main(["--url", "http://127.0.0.1:9", "--api-key-file", str(key), *KEYED_RUN])
+
+
+def test_api_key_is_never_taken_from_argv_or_the_environment(monkeypatch, capsys):
+    for flag in ("--api-key", "--api-key=s3cret", "--api"):
+        with pytest.raises(SystemExit):
+            bench_client.main(["--url", "http://127.0.0.1:9", flag, "s3cret", *KEYED_RUN])
+    monkeypatch.setenv("INFERTUNE_BENCH_API_KEY", "s3cret")
+    monkeypatch.setenv("SGLANG_API_KEY", "s3cret")
+    with StandinSglang(max_requests=1, api_key="s3cret") as srv:
+        with pytest.raises(RuntimeError, match="401"):
+            bench_client.main(["--url", srv.url, *KEYED_RUN])

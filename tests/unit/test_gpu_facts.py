@@ -8,10 +8,12 @@ from types import SimpleNamespace
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible.module_utils.infertune_node.cuda_driver import CUDA_MIN_DRIVER, driver_floor, torch_build
 from ansible.module_utils.infertune_node.gpu_query import (
     GpuQueryError,
     NvmlUnavailable,
     gate_problems,
+    match_table,
     parse_smi_csv,
     query_nvml,
     query_smi,
@@ -28,8 +30,9 @@ SEED_PROFILE = dict(expected_count=8, compute_capability="12.0", min_driver="570
 def test_h200_capture_parses_to_compute_9_0():
     (gpu,) = parse_smi_csv(H200_CSV)
     assert gpu == {
-        "index": 0, "name": "NVIDIA H200", "uuid": "GPU-958065fc-0ea3-dee7-2b26-574ef17a01de",
-        "pci_bus_id": "00000000:00:06.0", "pci_bdf": "0000:00:06.0", "compute_capability": "9.0",
+        "index": 0, "name": "NVIDIA H200", "uuid": "GPU-9d72ad01-818a-9018-9e51-d67dd9fefd20",
+        "pci_bus_id": "00000000:00:06.0", "pci_bdf": "0000:00:06.0", "pci_device_id": "0x2335",
+        "compute_capability": "9.0",
         "memory_total_mib": 143771, "driver_version": "580.159.04", "persistence_mode": True,
         "pcie_link_gen_current": 5, "pcie_link_gen_max": 5, "pcie_link_width_current": 16,
         "pcie_link_width_max": 16,
@@ -73,13 +76,14 @@ def test_more_gpus_than_expected_is_a_problem_too():
 
 def test_values_a_vm_hides_become_none():
     (gpu,) = parse_smi_csv(
-        "0, NVIDIA H200, GPU-1, 00000000:00:06.0, 9.0, 143771, 580.159.04, [N/A], [N/A], [N/A], [N/A], [N/A]\n")
+        "0, NVIDIA H200, GPU-1, 00000000:00:06.0, 0x233510DE, 9.0, 143771, 580.159.04, [N/A], [N/A], [N/A], [N/A], "
+        "[N/A]\n")
     assert [gpu[key] for key in ("persistence_mode", "pcie_link_gen_max", "pcie_link_width_current")] == [
         None, None, None]
 
 
 def test_unexpected_field_count_is_reported():
-    with pytest.raises(GpuQueryError, match="printed 3 fields where 12 were asked for"):
+    with pytest.raises(GpuQueryError, match="printed 3 fields where 13 were asked for"):
         parse_smi_csv("0, NVIDIA H200, GPU-1\n")
 
 
@@ -148,7 +152,7 @@ class FakeNvml:
         return g["uuid"]
 
     def nvmlDeviceGetPciInfo(self, g):
-        return SimpleNamespace(busId=g["pci_bus_id"])
+        return SimpleNamespace(busId=g["pci_bus_id"], pciDeviceId=int(g["pci_device_id"], 16) << 16 | 0x10DE)
 
     def nvmlDeviceGetCudaComputeCapability(self, g):
         return tuple(int(part) for part in g["compute_capability"].split("."))
@@ -234,3 +238,76 @@ def test_module_reports_the_sm120_host(fake_smi, capsys):
     assert rc == 0
     assert (result["gpu_count"], result["compute_capabilities"], result["source"]) == (8, ["12.0"], "nvidia_smi")
     assert result["changed"] is False and result["problems"] == []
+
+
+def test_persistence_off_fails_the_gate_naming_each_gpu():
+    gpus = parse_smi_csv(SM120_CSV)[:2]
+    assert gate_problems(gpus) == []
+    assert gate_problems(gpus, require_persistence=True) == [
+        "GPU %d (NVIDIA RTX PRO 6000 Blackwell Server Edition, bus %s): persistence mode off, required on "
+        "(nvidia-persistenced or nvidia-smi -pm 1)" % (gpu["index"], gpu["pci_bus_id"]) for gpu in gpus]
+    assert gate_problems(parse_smi_csv(H200_CSV), require_persistence=True) == []
+
+
+def test_persistence_hidden_by_a_vm_is_not_taken_for_on():
+    (gpu,) = parse_smi_csv(H200_CSV)
+    assert gate_problems([dict(gpu, persistence_mode=None)], require_persistence=True)[0].endswith(
+        "persistence mode unknown, required on (nvidia-persistenced or nvidia-smi -pm 1)")
+
+
+def torch_venv(root, text):
+    version_py = root / "lib" / "python3.11" / "site-packages" / "torch" / "version.py"
+    version_py.parent.mkdir(parents=True)
+    version_py.write_text(text)
+    return str(root)
+
+
+def test_driver_floor_follows_the_cuda_release_of_the_installed_torch(tmp_path):
+    # torch 2.11.0+cu130 as found on the lent H200 (tests/fixtures/gpu/h200-env.txt).
+    venv = torch_venv(tmp_path / "h200", "from typing import Optional\n__version__ = '2.11.0+cu130'\n"
+                                         "cuda: Optional[str] = '13.0'\ngit_version = 'x'\n")
+    floor = driver_floor(venv)
+    assert (floor["torch_version"], floor["cuda_version"], floor["min_driver"]) == ("2.11.0+cu130", "13.0", "580.65.06")
+    assert gate_problems(parse_smi_csv(H200_CSV), driver_floor=floor) == []
+    old = dict(parse_smi_csv(H200_CSV)[0], driver_version="575.57.08")
+    assert gate_problems([old], driver_floor=floor) == [
+        "GPU 0 (NVIDIA H200, bus 00000000:00:06.0): driver 575.57.08 found, CUDA 13.0 (torch 2.11.0+cu130 in %s) "
+        "needs at least 580.65.06" % venv]
+
+
+def test_no_torch_cpu_torch_or_unknown_cuda_derive_no_floor(tmp_path):
+    assert driver_floor(str(tmp_path))["reason"].startswith("unknown CUDA, floor not derived: no torch/version.py")
+    cpu = torch_venv(tmp_path / "cpu", "__version__ = '2.9.1+cpu'\ncuda = None\n")
+    assert torch_build(cpu) == ("2.9.1+cpu", None)
+    assert "CPU-only build" in driver_floor(cpu)["reason"]
+    future = torch_venv(tmp_path / "future", "__version__ = '3.0'\ncuda = '14.2'\n")
+    assert driver_floor(future)["min_driver"] is None and "14.2" in driver_floor(future)["reason"]
+    assert list(CUDA_MIN_DRIVER) == sorted(CUDA_MIN_DRIVER, key=lambda r: tuple(map(int, r.split("."))))
+
+
+def test_empty_extra_floor_is_no_floor():
+    assert gate_problems(parse_smi_csv(H200_CSV), min_driver="") == []
+
+
+def test_gpus_are_matched_to_the_gpu_table_by_device_id_then_name():
+    import yaml
+    table = yaml.safe_load((REPO / "infertune" / "data" / "gpu_specs.yml").read_text())
+    (h200,) = parse_smi_csv(H200_CSV)
+    assert match_table(table, h200) == "h200"
+    assert match_table(table, dict(h200, name="renamed")) == "h200"
+    assert match_table(table, dict(h200, pci_device_id=None, name="NVIDIA B200")) == "b200"
+    assert match_table(table, dict(h200, pci_device_id="0xffff", name="unknown")) is None
+    assert match_table(table, parse_smi_csv(SM120_CSV)[0]) == "rtx-pro-6000-server"
+
+
+def test_module_gates_on_derived_floor_and_persistence(fake_smi, tmp_path, capsys):
+    fake_smi(SM120_CSV)
+    venv = torch_venv(tmp_path / "cu130", "__version__ = '2.11.0+cu130'\ncuda = '13.0'\n")
+    rc, result = run_module("gpu_facts", dict(source="nvidia_smi", host="node1", venv=venv,
+                                              require_persistence=True), capsys)
+    assert rc == 1
+    # 580.95.05 meets CUDA 13.0's floor; only persistence (off on every lab/seed GPU) fails.
+    assert result["driver_floor"]["min_driver"] == "580.65.06"
+    assert result["msg"].startswith("host node1 does not match the GPU profile: GPU 0 (NVIDIA RTX PRO 6000 Blackwell "
+                                    "Server Edition, bus 00000000:18:00.0): persistence mode off")
+    assert len(result["problems"]) == 8 and all("persistence mode off" in p for p in result["problems"])

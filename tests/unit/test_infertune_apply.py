@@ -8,9 +8,16 @@ import tempfile
 from fakehost import GPU, REPO, pci_tree, read, snapshot
 
 TOOL = REPO / "roles/tuning_persistence/files/infertune-apply"
-CONFIG = {"amd_pstate": {"mode": "active"}, "cpufreq": {"governor": "performance", "epp": "performance"},
-          "cpuidle": {"max_latency": 1, "keep_poll": True},
-          "pcie_mrrs": {"value": 4096, "vendor": "0x10de", "classes": ["0x0300", "0x0302"]}}
+# As the tuning_persistence role writes it: the catalog's oneshot entries, in order.
+CONFIG = [{"name": "amd_pstate", "module": "amd_pstate", "args": {"mode": "active"}},
+          {"name": "cpufreq", "module": "cpufreq_policy", "args": {"governor": "performance", "epp": "performance"}},
+          {"name": "cpuidle", "module": "cpuidle_states", "args": {"max_latency": 1, "keep_poll": True}},
+          {"name": "pcie_mrrs", "module": "pcie_mrrs",
+           "args": {"value": 4096, "vendor": "0x10de", "classes": ["0x0300", "0x0302"]}}]
+
+
+def knob(name):
+    return next(entry for entry in CONFIG if entry["name"] == name)
 
 
 def run_tool(root, config, *extra):
@@ -47,7 +54,7 @@ def test_applies_every_knob_and_reports(amd128):
 
 def test_failed_knob_exits_1_and_others_still_apply(amd128):
     pci_tree(amd128)
-    config = dict(CONFIG, cpufreq={"governor": "schedutil"})
+    config = [dict(e, args={"governor": "schedutil"}) if e["name"] == "cpufreq" else e for e in CONFIG]
     proc = run_tool(amd128, config)
     assert proc.returncode == 1
     results = report(amd128)
@@ -59,12 +66,12 @@ def test_failed_knob_exits_1_and_others_still_apply(amd128):
 def test_check_changes_nothing(amd128):
     pci_tree(amd128)
     before = snapshot(amd128)
-    proc = run_tool(amd128, {"cpuidle": CONFIG["cpuidle"], "pcie_mrrs": CONFIG["pcie_mrrs"]}, "--check")
+    proc = run_tool(amd128, [knob("cpuidle"), knob("pcie_mrrs")], "--check")
     assert proc.returncode == 0 and snapshot(amd128) == before
     assert "infertune-apply: pcie_mrrs: would change" in proc.stdout
 
 
-def test_missing_sections_are_skipped_and_unknown_ones_fail(amd128):
-    proc = run_tool(amd128, {"cpuidle": CONFIG["cpuidle"], "numa": {}})
+def test_unknown_knob_module_fails_and_the_others_apply(amd128):
+    proc = run_tool(amd128, [knob("cpuidle"), {"name": "numa", "module": "numa", "args": {}}])
     assert proc.returncode == 1
     assert sorted(report(amd128)) == ["cpuidle", "numa"]

@@ -1,3 +1,5 @@
+import tempfile
+
 from ansible.module_utils.infertune_node.files import install
 from ansible.module_utils.infertune_node.gate import Gate, TuningError
 import pytest
@@ -51,3 +53,17 @@ def test_check_mode_leaves_the_mode_alone(tmp_path):
     install(root, [SCRIPT], Gate())
     assert install(root, [dict(SCRIPT, mode="0700")], Gate(check_mode=True))["changed"]
     assert oct((tmp_path / "usr/local/sbin/tool").stat().st_mode & 0o777) == "0o755"
+
+
+def test_check_mode_validates_without_creating_any_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "mkstemp", lambda *a, **k: pytest.fail("temp file created"))
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: pytest.fail("temp dir created"))
+    assert install(str(tmp_path), [SCRIPT], Gate(check_mode=True))["files"] == [SCRIPT["path"]]
+    with pytest.raises(TuningError, match="bash -n"):
+        install(str(tmp_path), [dict(SCRIPT, content="#!/bin/bash\nif then\n")], Gate(check_mode=True))
+    assert not list(tmp_path.iterdir())
+
+
+def test_validation_leaves_nothing_in_the_target_directory(tmp_path):
+    install(str(tmp_path), [SCRIPT], Gate())
+    assert sorted(p.name for p in (tmp_path / "usr/local/sbin").iterdir()) == ["tool"]

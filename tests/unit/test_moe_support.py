@@ -1,9 +1,7 @@
-"""MoE backend support: versions, choice lists and FlashInfer declarations read from installed files.
+"""MoE backend support: versions, choice lists and argv checks on miniature trees.
 
-The trees below are miniatures in the shape of the released packages (sglang
-0.5.23 keeps choices in srt/arg_groups/choices.py, 0.5.19 in server_args.py;
-flashinfer-python 0.7.2 decorates kernels with @supported_compute_capability),
-judged with the support matrix the sglang role ships.
+The verdicts themselves are tested against trimmed copies of the released sources
+(sglang 0.5.9, 0.5.14, 0.5.23 and flashinfer-python 0.7.2) in test_moe_verdicts.py.
 """
 import os
 import stat
@@ -15,22 +13,19 @@ import yaml
 
 from ansible.module_utils.infertune_node.gpu_query import parse_smi_csv
 from ansible.module_utils.infertune_node.moe_support import (
-    assess,
     check_argv_choices,
     choice_lists,
-    declared_ccs,
     dist_version,
     package_dir,
     site_dirs,
 )
 from fakehost import REPO
-from test_gpu_facts import H200_CSV, SM120_CSV, run_module
+from test_gpu_facts import SM120_CSV, run_module
 
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "sglang" / "vars" / "main.yml").read_text())
 MATRIX = ROLE_VARS["sglang_moe_support_matrix"]
 KERNELS = ROLE_VARS["sglang_flashinfer_moe_kernels"]
 SM120 = parse_smi_csv(SM120_CSV)
-H200 = parse_smi_csv(H200_CSV)
 BACKENDS = ["auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_cutedsl", "cutlass"]
 
 CHOICES_PY = """
@@ -100,14 +95,6 @@ def venv(tmp_path):
     return make_venv(tmp_path / "venv")
 
 
-def judge(venv, backend, gpus=SM120, quantization="modelopt_fp4", allreduce_fusion=False):
-    sites = site_dirs(venv)
-    version = dist_version(sites, "sglang")
-    accepted = choice_lists(package_dir(sites, "sglang"))[1]["MOE_RUNNER_BACKEND_CHOICES"] if version else None
-    return assess(backend, quantization, gpus, version, accepted, package_dir(sites, "flashinfer"),
-                  MATRIX, KERNELS, allreduce_fusion)
-
-
 def test_versions_come_from_dist_info_names(venv):
     sites = site_dirs(venv)
     assert dist_version(sites, "sglang") == "0.5.23"
@@ -127,82 +114,6 @@ def test_old_layout_choices_are_read_with_ast_without_importing(tmp_path):
     source, lists = choice_lists(package_dir(site_dirs(old), "sglang"))
     assert source.endswith("srt/server_args.py")
     assert lists["MOE_RUNNER_BACKEND_CHOICES"] == ["auto", "triton", "flashinfer_cutlass"]
-
-
-def test_flashinfer_declarations_are_read_from_lists_constants_and_methods(venv):
-    flashinfer = package_dir(site_dirs(venv), "flashinfer")
-    assert declared_ccs(flashinfer, "fused_moe/cute_dsl/fused_moe.py:CuteDslMoEWrapper.__init__") == [100, 103, 107]
-    assert declared_ccs(flashinfer, "fused_moe/cute_dsl/fused_moe.py:cute_dsl_fused_moe_nvfp4") == [100, 103, 107]
-    assert declared_ccs(flashinfer, "fused_moe/cute_dsl/fused_moe.py:b12x_fused_moe") == [120, 121]
-    assert declared_ccs(flashinfer, "fused_moe/core.py:cutlass_fused_moe") is None
-    with pytest.raises(LookupError, match="defines no gone_kernel"):
-        declared_ccs(flashinfer, "fused_moe/core.py:gone_kernel")
-
-
-def test_cutlass_with_nvfp4_is_supported_on_sm120(venv):
-    result = judge(venv, "flashinfer_cutlass")
-    assert result["verdict"] == "supported"
-    assert result["findings"][0]["gpus"] == "0, 1, 2, 3, 4, 5, 6, 7"
-    assert any("overrides.py" in source for source in result["sources"])
-
-
-def test_cutedsl_is_unsupported_on_sm120_from_flashinfer_own_declaration(venv):
-    result = judge(venv, "flashinfer_cutedsl")
-    assert result["verdict"] == "unsupported"
-    assert "FlashInfer declares fused_moe/cute_dsl/fused_moe.py:CuteDslMoEWrapper.__init__ " \
-           "for compute capabilities 100, 103, 107 only" in result["reasons"][0]
-    assert result["reasons"][0].startswith(
-        "GPUs 0, 1, 2, 3, 4, 5, 6, 7 (NVIDIA RTX PRO 6000 Blackwell Server Edition, compute capability 12.0)")
-
-
-def test_cutedsl_row_still_refuses_when_flashinfer_is_absent(tmp_path):
-    bare = make_venv(tmp_path / "bare", flashinfer=None)
-    result = judge(bare, "flashinfer_cutedsl")
-    assert result["verdict"] == "unsupported"
-    assert "FlashInfer is not installed" in result["reasons"][0]
-
-
-def test_trtllm_is_sm100_family_only(venv):
-    result = judge(venv, "flashinfer_trtllm")
-    assert result["verdict"] == "unsupported"
-    assert "SM100-family only" in result["reasons"][0]
-
-
-def test_auto_resolves_to_cutlass_on_sm120_with_nvfp4(venv):
-    result = judge(venv, "auto")
-    assert result["verdict"] == "supported"
-    assert "'auto' resolves to flashinfer_cutlass" in result["reasons"][0]
-
-
-def test_auto_before_the_resolution_existed_is_unknown(tmp_path):
-    old = make_venv(tmp_path / "old", sglang="0.5.10")
-    assert judge(old, "auto")["verdict"] == "unknown"
-
-
-def test_a_backend_the_installed_sglang_does_not_accept_is_unsupported(venv):
-    result = judge(venv, "flashinfer_megamoe")
-    assert result["verdict"] == "unsupported"
-    assert result["reasons"] == ["sglang 0.5.23 does not accept --moe-runner-backend flashinfer_megamoe "
-                                 "(it accepts: %s)" % ", ".join(BACKENDS)]
-
-
-def test_allreduce_fusion_is_refused_on_sm120_from_0_5_23_with_the_alternative(tmp_path, venv):
-    refused = judge(venv, "flashinfer_cutlass", allreduce_fusion=True)
-    assert refused["verdict"] == "unsupported"
-    assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in refused["reasons"][0]
-    older = make_venv(tmp_path / "older", sglang="0.5.22")
-    assert judge(older, "flashinfer_cutlass", allreduce_fusion=True)["verdict"] == "supported"
-
-
-def test_no_row_and_no_declaration_is_unknown(venv):
-    assert judge(venv, "flashinfer_cutlass", gpus=H200)["verdict"] == "unknown"
-    assert judge(venv, "triton")["verdict"] == "unknown"
-
-
-def test_missing_sglang_is_unknown(tmp_path):
-    empty = make_venv(tmp_path / "empty", sglang=None)
-    result = judge(empty, "flashinfer_cutlass")
-    assert result["verdict"] == "unknown" and "sglang is not installed" in result["reasons"][0]
 
 
 def test_argv_values_are_checked_against_the_choice_lists():
@@ -248,10 +159,12 @@ def test_module_falls_back_to_choice_lists_when_sglang_cannot_import(venv, capsy
     assert rc == 0 and result["changed"] is False
     assert (result["sglang_version"], result["flashinfer_version"]) == ("0.5.23", "0.7.2")
     assert result["moe_runner_backends"] == BACKENDS
-    assert result["verdict"] == "unsupported"
+    # FlashInfer declares CuTe DSL MoE for 100/103/107 without @backend_requirement: undeclared, not refused.
+    assert result["verdict"] == "undeclared"
     assert result["reason"].startswith(
-        "host node1: MoE runner backend flashinfer_cutedsl is unsupported with sglang 0.5.23 and flashinfer 0.7.2. "
-        "GPUs 0, 1, 2, 3, 4, 5, 6, 7 (NVIDIA RTX PRO 6000 Blackwell Server Edition, compute capability 12.0)")
+        "host node1: MoE runner backend flashinfer_cutedsl is undeclared with sglang 0.5.23 and flashinfer 0.7.2. "
+        "GPUs 0, 1, 2, 3, 4, 5, 6, 7 (NVIDIA RTX PRO 6000 Blackwell Server Edition, compute capability 12.0): "
+        "undeclared: FlashInfer declares it for compute capabilities 100, 103, 107 only")
     check = result["argv_check"]
     assert (check["method"], check["ok"]) == ("choices", False)
     assert check["errors"][0].startswith("--moe-runner-backend nope is not one of auto")

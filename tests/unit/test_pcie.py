@@ -1,7 +1,9 @@
+import os
+
 import pytest
 from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from ansible.module_utils.infertune_node.pcie import apply_mrrs, setpci_prefix
-from fakehost import AUDIO, BRIDGE, GPU, config_space, pci_tree, snapshot, write
+from fakehost import AUDIO, BRIDGE, GPU, config_space, pci_device, pci_tree, snapshot, write
 
 CLASSES = ["0x0300", "0x0302"]
 
@@ -75,3 +77,14 @@ def test_invalid_value_fails(pci_root):
 
 def test_production_root_uses_plain_setpci():
     assert setpci_prefix("/") == ["setpci"]
+
+
+def test_sriov_virtual_functions_are_never_selected(pci_root):
+    # A VF of the GPU: same vendor and class, a physfn link to its physical function.
+    vf = "0000:41:00.4"
+    pci_device(pci_root, vf, 0x10DE, 0x2BB5, 0x030200, config_space(0x10DE, 0x2BB5, 0x030200, 0, 0x2000))
+    os.symlink("../" + GPU, os.path.join(pci_root, "sys/bus/pci/devices", vf, "physfn"))
+    vf_before = config(pci_root, vf)
+    result = apply_mrrs(pci_root, 4096, "0x10de", CLASSES, Gate())
+    assert result["before"] == {GPU: 512} and result["devices"] == 1
+    assert config(pci_root, vf) == vf_before

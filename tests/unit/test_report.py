@@ -1,4 +1,4 @@
-"""infertune.report: JUnit + tuning fragments -> fleet.md / fleet.json."""
+"""infertune.report: JUnit + host results (infertune_results) -> fleet.md / fleet.json."""
 import json
 
 from infertune import report
@@ -24,12 +24,15 @@ JUNIT = """<?xml version="1.0"?>
 FRAGMENT = {
     "host": "gpu-01", "written": "2026-11-30T10:00:00", "check_mode": False,
     "results": {
-        "pcie_mrrs_result": {"before": {"0000:41:00.0": 512, "0000:42:00.0": 512},
-                             "after": {"0000:41:00.0": 4096, "0000:42:00.0": 4096}, "changed": True},
-        "kernel_cmdline_result": {"before": "quiet", "after": "quiet processor.max_cstate=1", "changed": True},
-        "kernel_reboot_result": {"skipped": True, "skip_reason": "Conditional result was False", "changed": False},
-        "cpu_power_cpufreq": {"before": {"governor": {"powersave": 128}}, "after": {"governor": {"performance": 128}},
-                              "changed": True},
+        "pcie_mrrs": {"before": {"0000:41:00.0": 512, "0000:42:00.0": 512},
+                      "after": {"0000:41:00.0": 4096, "0000:42:00.0": 4096}, "changed": True, "applied": True},
+        "kernel_cmdline": {"before": "quiet", "after": "quiet processor.max_cstate=1", "changed": True,
+                           "applied": True},
+        "reboot": {"before": "", "after": "not rebooted", "changed": False, "applied": True},
+        "cpufreq": {"before": {"governor": {"powersave": 128}}, "after": {"governor": {"performance": 128}},
+                    "changed": True, "applied": True},
+        # Planned but not applied: the host was not in a batch yet.
+        "numa_balancing": {"before": "1", "after": "0", "changed": True},
     },
 }
 
@@ -59,16 +62,17 @@ def test_fleet_json_verdicts_and_changes(tmp_path):
     assert fleet["summary"] == {"hosts": 3, "pass": 1, "fail": 1, "not verified": 1}
     one, two = fleet["hosts"]["gpu-01"], fleet["hosts"]["gpu-02"]
     assert one["result"] == "pass" and one["tuned_at"] == "2026-11-30T10:00:00"
-    assert two["failing"] == ["mrrs", "gpus"]  # mrrs: one check passed, one failed
+    assert two["failing"] == ["pcie_mrrs", "gpus"]  # MaxReadReq: one check passed, one failed
     # A knob shows the worst of its checks: n/a governor + passing EPP -> pass.
     assert one["knobs"]["cpufreq"]["verify"] == "pass"
-    assert one["knobs"]["mrrs"]["tuning"]["pcie_mrrs_result"]["change"] == "512 on 2 → 4096 on 2"
-    assert one["knobs"]["cmdline"]["tuning"]["kernel_cmdline_result"]["change"] == "+processor.max_cstate=1"
-    assert one["knobs"]["reboot"]["tuning"]["kernel_reboot_result"]["change"] == \
-        "skipped: Conditional result was False"
-    assert one["knobs"]["cpufreq"]["tuning"]["cpu_power_cpufreq"]["change"] == \
-        "governor: powersave 128 → governor: performance 128"
-    assert one["knobs"]["mrrs"]["changed"] and not one["knobs"]["gpus"]["changed"]
+    assert one["knobs"]["pcie_mrrs"]["tuning"]["change"] == "512 on 2 → 4096 on 2"
+    assert one["knobs"]["kernel_cmdline"]["tuning"]["change"] == "+processor.max_cstate=1"
+    assert one["knobs"]["reboot"]["tuning"]["change"] == "not rebooted (unchanged)"
+    assert one["knobs"]["cpufreq"]["tuning"]["change"] == "governor: powersave 128 → governor: performance 128"
+    # A planned change is never shown as applied.
+    assert one["knobs"]["numa_balancing"]["tuning"]["change"] == "would change: -1 +0"
+    assert not one["knobs"]["numa_balancing"]["changed"]
+    assert one["knobs"]["pcie_mrrs"]["changed"] and not one["knobs"]["gpus"]["changed"]
     # A test the catalog does not know yet still gets its own column.
     assert one["knobs"]["hugepages"]["verify"] == "pass"
     assert fleet["hosts"]["gpu-03"]["result"] == "not verified"
@@ -81,7 +85,8 @@ def test_markdown_summarises_before_details(tmp_path):
     head, details = text.split("## Per host", 1)
     assert "2 hosts: 1 pass, 1 fail, 0 not verified." in head
     assert "Needs attention: **gpu-02** (MaxReadReq, GPUs)" in head
-    assert "| gpu-01 | pass | · | · ↻ | · |" in head  # kernel, command line (changed), reboot: no checks here
+    # kernel package, boot entry and command line (changed): their tests are not in this run.
+    assert "| gpu-01 | pass | · | · | · ↻ |" in head
     assert "- gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512" in head
     assert '- gpu-02: GPUs: failed on setup with "RuntimeError: ssh"' in head
     assert "<summary>gpu-02: fail, no tuning record</summary>" in details

@@ -6,14 +6,12 @@ by hand below, tensor group by tensor group.
 """
 import json
 import struct
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from infertune import roofline
-from infertune.safetensors_header import dump, model_tensors, tensors_in_file
+from infertune_node.model_weights import check
+from infertune_node.safetensors import model_tensors, tensors_in_file
 from tests.checkpoint import CONFIG, write_checkpoint, write_safetensors
 
 SPECS = {"toy": {"name": "Toy GPU", "bandwidth_gbps": 2, "memory_gb": 1, "source": "test"}}
@@ -112,12 +110,8 @@ def test_cli_json_and_host_report(model, tmp_path, capsys):
 
 
 def test_header_dump_from_a_host_gives_the_same_floor(model, tmp_path):
-    """The playbooks run safetensors_header.py on the GPU host and size its printout here."""
-    script = Path(roofline.__file__).with_name("safetensors_header.py")
-    printed = subprocess.run([sys.executable, str(script), str(model)], capture_output=True, text=True,
-                             check=True, cwd=tmp_path).stdout
-    (tmp_path / "model.json").write_text(printed)
-    assert json.loads(printed) == json.loads(json.dumps(dump(model)))
+    """The model_weights module reads the headers on the GPU host; its `dump` is sized here."""
+    (tmp_path / "model.json").write_text(json.dumps(check(str(model), with_tensors=True)["dump"]))
     from_dump = roofline.analyse(tmp_path / "model.json", "toy", TP, specs=SPECS)
     assert from_dump["bytes_per_gpu"] == pytest.approx(PER_GPU)
     assert from_dump["model"] == model.name
@@ -128,8 +122,9 @@ def test_gpu_is_found_by_the_name_nvidia_smi_reports():
     assert roofline.gpu_entry(specs, "NVIDIA RTX PRO 6000 Blackwell Server Edition") == "rtx-pro-6000-server"
     assert roofline.gpu_entry(specs, "nvidia h200") == "h200"
     assert roofline.gpu_entry(specs, "h200") == "h200"
-    with pytest.raises(SystemExit, match="unknown GPU 'NVIDIA B200'"):
-        roofline.gpu_entry(specs, "NVIDIA B200")
+    assert roofline.gpu_entry(specs, "NVIDIA B200") == "b200"
+    with pytest.raises(SystemExit, match="unknown GPU 'NVIDIA V100'"):
+        roofline.gpu_entry(specs, "NVIDIA V100")
 
 
 def test_gpu_table_has_sources():
@@ -137,6 +132,9 @@ def test_gpu_table_has_sources():
     assert specs["rtx-pro-6000-server"]["bandwidth_gbps"] == 1597
     assert specs["rtx-pro-6000-workstation"]["bandwidth_gbps"] == 1792
     assert all(s["source"].startswith("https://") for s in specs.values())
+    # The gate and the roofline share the table: every compute capability the MoE check judges has a GPU.
+    assert {s["compute_capability"] for s in specs.values()} == {"8.0", "8.9", "9.0", "10.0", "10.3", "12.0"}
+    assert all(s["id_source"] for s in specs.values() if "pci_device_ids" in s)
 
 
 def test_unknown_gpu_and_missing_weights_are_refused(model, tmp_path):

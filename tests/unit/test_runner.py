@@ -7,8 +7,12 @@ tests/unit/fixtures/runner (three local hosts, serial 2, node-c fails).
 import io
 import json
 import os
+import stat
+import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 from infertune import cli, runner
 from infertune.progress import Progress
@@ -160,11 +164,30 @@ def test_progress_on_a_terminal_redraws_one_line():
 
 # --- ansible invocation ----------------------------------------------------------------
 
-def test_options_pass_check_diff_and_extra_vars_through():
-    inv = runner.Invocation(FIXTURE, "site.yml", inventories=["/inv"], limit="node-a",
-                            check=True, diff=True, extra_vars=["a=1", "@/vars.yml"])
-    assert inv.options() == ["-e", "a=1", "-e", "@/vars.yml", "--check", "--diff"]
+def test_options_pass_check_diff_vault_and_extra_vars_through():
+    inv = runner.Invocation(FIXTURE, "site.yml", inventories=["/inv"], limit="node-a", check=True, diff=True,
+                            extra_vars=["@/tmp/x/extra-vars-0.yml", "@/vars.yml"], vault_password_file="/pw")
+    assert inv.options() == ["-e", "@/tmp/x/extra-vars-0.yml", "-e", "@/vars.yml", "--vault-password-file", "/pw",
+                             "--check", "--diff"]
     assert inv.selection() == ["-i", "/inv", "--limit", "node-a"]
+
+
+def test_inline_extra_vars_become_private_files_removed_afterwards():
+    values = ["a=1 b='two words'", '{"nested": {"x": [1, 2]}}', "@/vars.yml", "a=3"]
+    with runner.vars_files(values) as files:
+        assert files[2] == "@/vars.yml"
+        paths = [Path(f[1:]) for f in files if f != "@/vars.yml"]
+        assert stat.S_IMODE(paths[0].parent.stat().st_mode) == 0o700
+        assert {stat.S_IMODE(p.stat().st_mode) for p in paths} == {0o600}
+        assert {p.parent for p in paths} == {paths[0].parent}
+        assert [yaml.safe_load(p.read_text()) for p in paths] == [
+            {"a": "1", "b": "two words"}, {"nested": {"x": [1, 2]}}, {"a": "3"}]
+    assert not paths[0].parent.exists()
+
+
+def test_an_inline_path_without_at_is_refused_as_ansible_does(capsys):
+    assert cli.main(["rollout", "-e", "./vars.yml"], root=FIXTURE) == 2
+    assert "prepend" in capsys.readouterr().err
 
 
 def test_relative_paths_become_absolute_and_other_values_pass(monkeypatch):
@@ -213,6 +236,28 @@ def test_rollout_with_a_failed_host_exits_non_zero_and_names_it(tmp_path, capsys
     assert summary["exit_status"] == status
     assert "infertune rollout: Roll out in batches | batch 2 | hosts 2/3 done | Check the host\n" in err
     assert sorted(p.name for p in tmp_path.glob("node-*.conf")) == ["node-a.conf", "node-b.conf", "node-c.conf"]
+
+
+def test_secret_extra_vars_never_reach_a_command_line(tmp_path, monkeypatch, capsys):
+    canary = "hunter2-canary"
+    calls = []
+    real_run = subprocess.run
+
+    def spy(argv, *args, **kwargs):
+        calls.append(list(argv))
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    status, _ = rollout(tmp_path, "-e", f"sglang_api_key={canary}", "--limit", "node-a",
+                        "--artifacts", str(tmp_path / "artifacts"))
+    assert status == 0 and (tmp_path / "node-a.conf").exists()  # knob_dir arrived through a file
+    list_hosts = next(argv for argv in calls if "--list-hosts" in argv)
+    (command,) = tmp_path.glob("artifacts/artifacts/*/command")
+    playbook_argv = json.loads(command.read_text())["command"]
+    for argv in (list_hosts, playbook_argv):
+        assert not any(canary in arg or "knob_dir" in arg for arg in argv)
+        vars_files = [arg[1:] for arg in argv if arg.startswith("@")]
+        assert len(vars_files) == 2 and not any(Path(f).exists() for f in vars_files)
 
 
 def test_rollout_of_healthy_hosts_exits_zero(tmp_path, capsys):

@@ -61,13 +61,17 @@ def standin_python(tmp_path):
 
 
 def launch(tmp_path, script_text, env=None):
+    """Run the script as sglang.service would; return RuntimeDirectory and what reached the journal."""
     path = tmp_path / "sglang-launch"
     path.write_text(script_text)
-    runtime = tmp_path / "run"
+    runtime, logs = tmp_path / "run", tmp_path / "log"
     runtime.mkdir(exist_ok=True)
-    full_env = {"PATH": os.environ["PATH"], "RUNTIME_DIRECTORY": str(runtime), **(env or {})}
-    subprocess.run(["bash", str(path)], check=True, env=full_env, cwd=tmp_path)
-    return runtime
+    logs.mkdir(exist_ok=True)
+    full_env = {"PATH": os.environ["PATH"], "RUNTIME_DIRECTORY": str(runtime), "LOGS_DIRECTORY": str(logs),
+                **(env or {})}
+    proc = subprocess.run(["bash", str(path)], check=True, env=full_env, cwd=tmp_path, capture_output=True,
+                          text=True)
+    return runtime, proc.stdout + proc.stderr
 
 
 def test_default_argv_is_the_seed_campaign():
@@ -110,7 +114,7 @@ def test_script_passes_bash_n_and_hostile_values_arrive_as_single_arguments(tmp_
 def test_api_key_reaches_sglang_through_a_private_config_not_argv(tmp_path, standin_python):
     python, record = standin_python
     script = render("sglang-launch.sh.j2", role_vars(sglang_python=str(python)))
-    runtime = launch(tmp_path, script, env={"INFERTUNE_SGLANG_API_KEY": SECRET})
+    runtime, _ = launch(tmp_path, script, env={"INFERTUNE_SGLANG_API_KEY": SECRET})
     received = json.loads(record.read_text())
     config = runtime / "secret-args.yaml"
     assert received[-2:] == ["--config", str(config)]
@@ -120,9 +124,32 @@ def test_api_key_reaches_sglang_through_a_private_config_not_argv(tmp_path, stan
     assert not os.path.exists("/tmp/pwned")
 
 
+def test_server_output_goes_to_a_root_only_log_file_not_the_journal(tmp_path):
+    """sglang prints its server_args (API key included) at startup: stdout and stderr of the
+    unit reach the journal, so the server's output must land in the private log file only."""
+    talker = tmp_path / "python3"  # prints the config it was given, as sglang prints server_args
+    talker.write_text('#!/bin/sh\nfor a; do last=$a; done\necho "server_args: $(cat "$last")"\necho oops >&2\n')
+    talker.chmod(0o755)
+    _, journal = launch(tmp_path, render("sglang-launch.sh.j2", role_vars(sglang_python=str(talker))),
+                        env={"INFERTUNE_SGLANG_API_KEY": "canary-key"})
+    log = tmp_path / "log" / "server.log"
+    assert journal == f"sglang output: {log}\n"
+    assert "canary-key" in log.read_text() and "oops" in log.read_text()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_unit_gives_the_server_a_private_log_directory_that_logrotate_rotates():
+    unit = render("sglang.service.j2", role_vars()).splitlines()
+    assert "LogsDirectory=sglang" in unit and "LogsDirectoryMode=0700" in unit
+    assert 'log="${LOGS_DIRECTORY:?set by systemd LogsDirectory=}/server.log"' in render(
+        "sglang-launch.sh.j2", role_vars())
+    rotate = render("sglang.logrotate.j2", role_vars())
+    assert "/var/log/sglang/server.log {" in rotate.splitlines() and "    copytruncate" in rotate.splitlines()
+
+
 def test_without_api_key_no_config_is_written(tmp_path, standin_python):
     python, record = standin_python
-    runtime = launch(tmp_path, render("sglang-launch.sh.j2", role_vars(sglang_python=str(python))))
+    runtime, _ = launch(tmp_path, render("sglang-launch.sh.j2", role_vars(sglang_python=str(python))))
     assert "--config" not in json.loads(record.read_text())
     assert list(runtime.iterdir()) == []
 
@@ -152,9 +179,9 @@ def test_secrets_go_only_to_the_root_only_file():
     assert 'INFERTUNE_SGLANG_API_KEY="s3cr3t-\'key\\"$(touch /tmp/pwned)"' in secrets.splitlines()
 
     tasks = {task["name"]: task for task in yaml.safe_load((ROLE / "tasks" / "install.yml").read_text())}
-    secret_task = tasks["Write the secrets to a file only root can read"]
-    assert secret_task["no_log"] is True
-    assert [f["mode"] for f in secret_task["install_files"]["files"]] == ["0600"]
-    public_files = tasks["Write the launch script, server environment and unit"]["install_files"]["files"]
+    assert tasks["Write the secrets to a file only root can read"]["no_log"] is True
+    role = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    assert [f["mode"] for f in role["sglang_secret_files"]] == ["0600"]
+    public_files = role["sglang_files"]
     assert all("secrets" not in f["content"] for f in public_files)
     assert {f["path"]: f.get("mode", "0644") for f in public_files}["{{ sglang_env_file }}"] == "0644"

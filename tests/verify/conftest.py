@@ -3,19 +3,36 @@
     pytest tests/verify --hosts='ansible://gpu_nodes' --ansible-inventory=inventory/<yours>
     pytest tests/verify --hosts=local://          # on the host itself, role defaults only
 
-Expected values: the host's inventory variables (ansible backend) over the roles'
-defaults, as the roles themselves see them.
+Expected values: what the run resolved for the host (INFERTUNE_VERIFY_EXPECTED, written
+by `python -m infertune.verify`, -e included); else the host's inventory variables
+(ansible backend) over the roles' defaults, as the roles themselves see them.
 """
+import json
+import os
 import re
 
 import pytest
+import testinfra
 
 from expected import expected_values
+from fleet import Fleet
+from readings import sections
+
+
+@pytest.fixture(scope="session")
+def resolved():
+    path = os.environ.get("INFERTUNE_VERIFY_EXPECTED")
+    if not path:
+        return {}
+    with open(path) as handle:
+        return json.load(handle)
 
 
 @pytest.fixture(scope="module")
-def want(host):
+def want(host, name, resolved):
     """Expected knob values for this host."""
+    if name in resolved:
+        return expected_values({k: v for k, v in resolved[name].items() if v is not None})
     inventory = host.ansible.get_variables() if host.backend.NAME == "ansible" else {}
     return expected_values(inventory)
 
@@ -28,15 +45,39 @@ def name(host):
     return host.check_output("hostname")
 
 
+@pytest.fixture(scope="session")
+def fleet(request):
+    """Every host of the session, as the testinfra plugin builds them, to run commands on at once."""
+    option = request.config.option
+    specs = option.hosts.split(",") if option.hosts else [None]
+    return Fleet(testinfra.get_hosts(specs, connection=option.connection, ssh_config=option.ssh_config,
+                                     ssh_identity_file=option.ssh_identity_file, sudo=option.sudo,
+                                     sudo_user=option.sudo_user, ansible_inventory=option.ansible_inventory,
+                                     force_ansible=option.force_ansible))
+
+
 @pytest.fixture(scope="module")
-def sh(host):
+def run(host, fleet):
+    """host.run for this host, in one parallel round with the other hosts (tests/verify/fleet.py)."""
+    return lambda command, *args: fleet.run(host, command, *args)
+
+
+@pytest.fixture(scope="module")
+def sh(run):
     """Run one shell command on the host (one per knob, never one per CPU); return stdout."""
-    def run(command):
-        return host.run("sh -c %s", command).stdout
-    return run
+    return lambda command: run("sh -c %s", command).stdout
 
 
 @pytest.fixture(scope="module")
-def cpu_vendor(sh):
-    match = re.search(r"^vendor_id\s*:\s*(\S+)", sh("grep -m1 ^vendor_id /proc/cpuinfo"), re.M)
-    return match.group(1) if match else "unknown"
+def basics(sh):
+    """The running kernel, its command line and the CPU vendor, in one command."""
+    release, cmdline, cpuinfo = sections(sh("cat /proc/sys/kernel/osrelease; echo @@; cat /proc/cmdline; echo @@;"
+                                            " grep -m1 ^vendor_id /proc/cpuinfo"), 3)
+    match = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
+    return {"release": release.strip(), "cmdline": cmdline.split(),
+            "cpu_vendor": match.group(1) if match else "unknown"}
+
+
+@pytest.fixture(scope="module")
+def cpu_vendor(basics):
+    return basics["cpu_vendor"]

@@ -1,10 +1,23 @@
 """CPU frequency driver, governor, EPP and idle states on every CPU (role cpu_power)."""
+import pytest
+
 from outcome import mismatch, not_applicable
 from readings import cpu_ranges, grep_files, per_cpu, per_value, sections
 
 CPU = "cd /sys/devices/system/cpu && "
 NO_CPUFREQ = "no cpufreq policy on any CPU (no cpuN/cpufreq directory: frequency is owned by the hypervisor or firmware)"
 # cpufreq driver names per amd_pstate mode (amd_pstate_epp: kernels before 6.5).
+# Everything the tests below read, in one command: each section is one `echo @@` apart.
+READ = {
+    "cpus": "ls -d cpu[0-9]*",
+    "drivers": "grep -H . cpu[0-9]*/cpufreq/scaling_driver 2>/dev/null",
+    "status": "cat amd_pstate/status 2>/dev/null",
+    "governors": "grep -H . cpu[0-9]*/cpufreq/scaling_governor 2>/dev/null",
+    "epp": "grep -H . cpu[0-9]*/cpufreq/energy_performance_preference 2>/dev/null",
+    "idle_driver": "cat cpuidle/current_driver 2>/dev/null",
+    "idle_states": "grep -H . cpu[0-9]*/cpuidle/state[0-9]*/name cpu[0-9]*/cpuidle/state[0-9]*/latency"
+                   " cpu[0-9]*/cpuidle/state[0-9]*/disable 2>/dev/null",
+}
 AMD_PSTATE_DRIVERS = {
     "active": ("amd-pstate-epp", "amd_pstate_epp"),
     "passive": ("amd-pstate", "amd_pstate"),
@@ -13,11 +26,14 @@ AMD_PSTATE_DRIVERS = {
 }
 
 
-def test_cpufreq_driver(name, sh, want, cpu_vendor):
-    cpus, drivers, status = sections(sh(
-        CPU + "ls -d cpu[0-9]*; echo @@; grep -H . cpu[0-9]*/cpufreq/scaling_driver 2>/dev/null;"
-              " echo @@; cat amd_pstate/status 2>/dev/null"), 3)
-    drivers = per_cpu(grep_files(drivers))
+@pytest.fixture(scope="module")
+def cpu(sh):
+    return dict(zip(READ, sections(sh(CPU + "; echo @@; ".join(READ.values())), len(READ))))
+
+
+def test_cpufreq_driver(name, cpu, want, cpu_vendor):
+    cpus, status = cpu["cpus"], cpu["status"]
+    drivers = per_cpu(grep_files(cpu["drivers"]))
     if not drivers:
         not_applicable(name, "cpufreq driver", NO_CPUFREQ)
     mode = want["cpu_power_amd_pstate_mode"]
@@ -35,19 +51,17 @@ def test_cpufreq_driver(name, sh, want, cpu_vendor):
                  f"{found}, amd_pstate/status {status}")
 
 
-def test_cpufreq_governor(name, sh, want):
-    governors = per_cpu(grep_files(sh(CPU + "grep -H . cpu[0-9]*/cpufreq/scaling_governor 2>/dev/null")))
+def test_cpufreq_governor(name, cpu, want):
+    governors = per_cpu(grep_files(cpu["governors"]))
     if not governors:
         not_applicable(name, "cpufreq governor", NO_CPUFREQ)
     if any(g != want["cpu_power_governor"] for g in governors.values()):
         mismatch(name, "cpufreq governor", f"{want['cpu_power_governor']} on every CPU", per_value(governors))
 
 
-def test_cpufreq_epp(name, sh, want, cpu_vendor):
-    epp, driver = sections(sh(
-        CPU + "grep -H . cpu[0-9]*/cpufreq/energy_performance_preference 2>/dev/null;"
-              " echo @@; cat cpu0/cpufreq/scaling_driver 2>/dev/null"), 2)
-    epp, driver = per_cpu(grep_files(epp)), driver.strip()
+def test_cpufreq_epp(name, cpu, want, cpu_vendor):
+    epp = per_cpu(grep_files(cpu["epp"]))
+    driver = per_value(per_cpu(grep_files(cpu["drivers"])))
     expected = f"{want['cpu_power_epp']} on every CPU"
     if not driver:
         not_applicable(name, "EPP", NO_CPUFREQ)
@@ -69,12 +83,8 @@ def idle_states(output):
     return states
 
 
-def test_no_deep_cstates(name, sh, want):
-    driver, listing = sections(sh(
-        CPU + "cat cpuidle/current_driver 2>/dev/null; echo @@;"
-              " grep -H . cpu[0-9]*/cpuidle/state[0-9]*/name cpu[0-9]*/cpuidle/state[0-9]*/latency"
-              " cpu[0-9]*/cpuidle/state[0-9]*/disable 2>/dev/null"), 2)
-    driver, states = driver.strip() or "absent", idle_states(listing)
+def test_no_deep_cstates(name, cpu, want):
+    driver, states = cpu["idle_driver"].strip() or "absent", idle_states(cpu["idle_states"])
     if driver in ("absent", "none") or not states:
         not_applicable(name, "C-states", f"cpuidle driver is {driver}: no idle states to disable")
     limit = int(want["cpu_power_cstate_max_latency"])

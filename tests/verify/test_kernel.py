@@ -2,8 +2,8 @@
 from outcome import mismatch
 
 
-def test_running_kernel(name, sh, want):
-    running = sh("cat /proc/sys/kernel/osrelease").strip()
+def test_running_kernel(name, basics, want):
+    running = basics["release"]
     if running != want["kernel_release"]:
         mismatch(name, "running kernel", want["kernel_release"], running)
 
@@ -16,8 +16,8 @@ def wanted_params(want, cpu_vendor):
     return params
 
 
-def test_kernel_cmdline(name, sh, want, cpu_vendor):
-    words = sh("cat /proc/cmdline").split()
+def test_kernel_cmdline(name, basics, want, cpu_vendor):
+    words = basics["cmdline"]
     params = wanted_params(want, cpu_vendor)
     missing = [p for p in params if p not in words]
     removed = [w for w in words for key in want["kernel_cmdline_remove"] if w == key or w.startswith(key + "=")]

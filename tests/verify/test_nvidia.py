@@ -30,7 +30,7 @@ def options_in(text):
 def test_nvidia_module_options(name, sh, want):
     wanted = {(m, p): normal(v) for m, params in want["nvidia_module_options"].items() for p, v in params.items()}
     conf = want["nvidia_options_file"]
-    live_paths = " ".join(f"/sys/module/{m}/parameters/{p}" for m, p in wanted)
+    live_paths = " ".join(shlex.quote(f"/sys/module/{m}/parameters/{p}") for m, p in wanted)
     text, live = sections(sh(f"cat {shlex.quote(conf)} 2>/dev/null; echo @@; grep -sH . {live_paths}"), 2)
     written, live = options_in(text), grep_files(live)
     problems = []

@@ -10,8 +10,8 @@ PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
 
 
 @pytest.fixture(scope="module")
-def functions(host, name):
-    result = host.run("python3 -c %s", PROBE)
+def functions(run, name):
+    result = run("python3 -c %s", PROBE)
     if result.rc != 0:
         pytest.fail(f"{name}: MaxReadReq: could not read PCI config space: {result.stderr.strip()[-300:]}",
                     pytrace=False)

@@ -1,6 +1,8 @@
 """sglang.service (role sglang) and the boot-time re-apply oneshot (role tuning_persistence)."""
 import json
 
+import pytest
+
 from outcome import mismatch, not_applicable
 from readings import sections
 
@@ -11,15 +13,25 @@ def unit_state(text):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def test_sglang_unit(name, sh, want):
-    enabled, started = bool(want["sglang_service_enabled"]), bool(want["sglang_service_started"])
+@pytest.fixture(scope="module")
+def units(sh, want):
+    """Both units' state, sglang's /health when it should serve, the oneshot's results: one command."""
     # sglang answers /health without the API key; bound to all addresses it answers on loopback.
     address = "127.0.0.1" if want["sglang_host"] in ("0.0.0.0", "::") else want["sglang_host"]
-    health = (f"python3 -c \"import urllib.request as u; print(u.urlopen('http://{address}:{want['sglang_port']}/health',"
-              f" timeout=10).status)\" 2>&1 | tail -n1") if started else "true"
-    state, answer = sections(sh("systemctl show sglang.service -p LoadState -p UnitFileState -p ActiveState"
-                                f" 2>&1; echo @@; {health}"), 2)
-    state = unit_state(state)
+    url = f"http://{address}:{int(want['sglang_port'])}/health"
+    health = (f"python3 -c \"import urllib.request as u; print(u.urlopen({url!r}, timeout=10).status)\" 2>&1 | tail -n1"
+              if want["sglang_service_started"] else "true")
+    keys = ("sglang", "health", "oneshot", "results")
+    return dict(zip(keys, sections(sh(
+        "systemctl show sglang.service -p LoadState -p UnitFileState -p ActiveState 2>&1; echo @@;"
+        f" {health}; echo @@;"
+        " systemctl show infertune-tune.service -p UnitFileState -p ActiveState -p Result 2>&1; echo @@;"
+        f" cat {RESULTS} 2>/dev/null"), len(keys))))
+
+
+def test_sglang_unit(name, units, want):
+    enabled, started = bool(want["sglang_service_enabled"]), bool(want["sglang_service_started"])
+    state, answer = unit_state(units["sglang"]), units["health"]
     found = ", ".join(f"{k} {v}" for k, v in sorted(state.items())) or "systemctl not available"
     expected = "installed, " + ("enabled" if enabled else "not enabled") + (", active and /health 200" if started else "")
     problems = state.get("LoadState") != "loaded"
@@ -31,12 +43,10 @@ def test_sglang_unit(name, sh, want):
         mismatch(name, "sglang.service", expected, found)
 
 
-def test_tuning_persistence(name, sh, want):
+def test_tuning_persistence(name, units, want):
     if not want["tuning_persistence_enabled"]:
         not_applicable(name, "boot-time re-apply", "tuning_persistence_enabled is false")
-    state, results = sections(sh("systemctl show infertune-tune.service -p UnitFileState -p ActiveState -p Result"
-                                 f" 2>&1; echo @@; cat {RESULTS} 2>/dev/null"), 2)
-    state = unit_state(state)
+    state, results = unit_state(units["oneshot"]), units["results"]
     try:
         failed = [f"{knob}: {r.get('msg', '')}" for knob, r in sorted(json.loads(results).items()) if not r.get("ok")]
     except ValueError:

@@ -1,7 +1,8 @@
 """PCI configuration space images (4096 bytes) with a real capability list.
 
 The PCI Express capability is deliberately not first in the list (PM -> MSI -> PCIe),
-so tools that assume a fixed offset fail here as they would on real GPUs.
+so tools that assume a fixed offset fail here as they would on real GPUs. Extended
+capabilities: AER at 0x100, then ACS where the port has it, at the offset its vendor uses.
 """
 import struct
 
@@ -10,6 +11,11 @@ PM, MSI, EXP = 0x60, 0x68, 0x78
 STATUS_CAP_LIST = 0x0010
 # PCIe device/port types (PCI Express capability register bits 7:4).
 ENDPOINT, ROOT_PORT, SWITCH_UP, SWITCH_DOWN = 0x0, 0x4, 0x5, 0x6
+AER, ACS = 0x0001, 0x000D
+AER_AT = 0x100
+# ACS Capability: source validation, translation blocking, P2P request/completion redirect,
+# upstream forwarding, egress control, direct translated P2P.
+ACS_CAPS = 0x007F
 
 
 def _put(buf, offset, fmt, value):
@@ -17,8 +23,12 @@ def _put(buf, offset, fmt, value):
 
 
 def build(vendor, device, cls, *, bridge=None, multifunction=False, subsystem=(0, 0), revision=0xa1,
-          port_type=ENDPOINT, devctl=0x2810, link=(5, 16), bars=(), irq=0):
-    """Config space of one function; bridge=(primary, secondary, subordinate) makes it type 1."""
+          port_type=ENDPOINT, devctl=0x2810, link=(5, 16), trained=None, bars=(), irq=0, acs=None):
+    """Config space of one function; bridge=(primary, secondary, subordinate) makes it type 1.
+
+    link=(max gen, max width); trained: Link Status width when below the maximum;
+    acs=(offset, ACS Control) adds the ACS capability there.
+    """
     buf = bytearray(SIZE)
     _put(buf, 0x00, "H", vendor)
     _put(buf, 0x02, "H", device)
@@ -49,9 +59,16 @@ def build(vendor, device, cls, *, bridge=None, multifunction=False, subsystem=(0
     _put(buf, EXP + 0x04, "I", 0x00008022)  # DevCap: MaxPayload 512 supported, ext tags, RBER
     _put(buf, EXP + 0x08, "H", devctl)
     _put(buf, EXP + 0x0C, "I", gen | (width << 4))  # LnkCap
-    _put(buf, EXP + 0x12, "H", gen | (width << 4))  # LnkSta: trained at the maximum
+    _put(buf, EXP + 0x12, "H", gen | ((trained or width) << 4))  # LnkSta
     _put(buf, EXP + 0x2C, "I", ((1 << gen) - 1) << 1)  # LnkCap2: supported speeds vector
     _put(buf, EXP + 0x30, "H", gen)  # LnkCtl2: target speed
+    # AER v2 (registers left clear), then ACS v1.
+    _put(buf, AER_AT, "I", AER | (2 << 16) | ((acs[0] if acs else 0) << 20))
+    if acs:
+        offset, control = acs
+        _put(buf, offset, "I", ACS | (1 << 16))
+        _put(buf, offset + 4, "H", ACS_CAPS)
+        _put(buf, offset + 6, "H", control)
     return bytes(buf)
 
 

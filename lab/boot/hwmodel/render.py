@@ -3,13 +3,13 @@ import json
 import os
 import uuid
 
-from . import render_cpu, render_kernel, render_pci, sysctl
+from . import iommu, kmod, render_cpu, render_kernel, render_pci, sysctl
 from .files import write
 
 # Paths (relative to /) that boot bind-mounts from the rendered tree; files and directories.
+# sys/devices is laid over the real one (boot binds the real entries the model lacks back).
+DEVICES = "sys/devices"
 MOUNTS = (
-    "sys/devices/system/cpu",
-    "sys/devices/system/node",
     "sys/bus/pci/devices",
     "sys/module",
     "sys/kernel/security",
@@ -19,9 +19,8 @@ MOUNTS = (
     "proc/sys/kernel/numa_balancing",
     "proc/sys/kernel/random/boot_id",
 )
-PCI = "sys/bus/pci/devices"
 NVIDIA_SMI_MODEL = "nvidia-smi.json"
-FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost")
+FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", kmod.FAULT)
 
 
 def read_faults(path):
@@ -35,9 +34,18 @@ def read_faults(path):
     return faults
 
 
-def gpu_model(profile, hostname, lost_index, driver_loaded):
-    """What nvidia-smi reports: one record per GPU, in bus order."""
+def _index(faults, name, default=None):
+    value = faults.get(name)
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else default
+
+
+def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRANSLATED):
+    """What nvidia-smi reports: one record per GPU, in bus order, plus what decides P2P status
+    (the ports above each GPU, their ACS offsets, the IOMMU mode), read live by nvidia-smi."""
     gpu = profile["gpu"]
+    above = render_pci.ports_above(profile)
     gpus = []
     for index, bus, _node in render_pci.gpu_layout(profile):
         bus_id = f"00000000:{bus:02X}:00.0"
@@ -53,18 +61,23 @@ def gpu_model(profile, hostname, lost_index, driver_loaded):
             "memory_mib": gpu["memory_mib"],
             "link_gen": gpu["link_gen_max"],
             "link_width": gpu["link_width_max"],
+            "bar1_mib": render_pci.bar1_mib(profile),
+            "ports": above[index],
             "lost": index == lost_index,
         })
-    return {"driver_loaded": driver_loaded, "driver_version": gpu["driver_version"], "gpus": gpus}
+    return {"driver_loaded": driver_loaded, "driver_version": gpu["driver_version"], "gpus": gpus,
+            "acs": render_pci.acs_offsets(profile), "iommu": iommu_mode}
 
 
 def render(out, profile, *, root, release, cmdline, faults, hostname):
     """Render every modelled file for one boot into OUT (OUT/<path> for each of MOUNTS)."""
-    lost = int(faults["gpu-lost"]) if faults.get("gpu-lost", "").isdigit() else None
-    unloaded = "driver-unloaded" in faults
+    lost = _index(faults, "gpu-lost")
+    modules_plan = kmod.plan(root, profile, faults)
+    # No nvidia.ko for the booted release: the driver cannot load, as with driver-unloaded.
+    unloaded = "driver-unloaded" in faults or not kmod.loads(root, release, modules_plan)
     render_cpu.render_cpu(os.path.join(out, "sys/devices/system/cpu"), profile, cmdline)
     render_cpu.render_node(os.path.join(out, "sys/devices/system/node"), profile)
-    render_pci.render(os.path.join(out, PCI), profile, lost_index=lost)
+    render_pci.render(out, profile, lost_index=lost, degraded_index=_index(faults, "link-degraded", 0))
     modules = render_kernel.loaded_modules(profile, root, cmdline, unloaded)
     render_kernel.render_modules(os.path.join(out, "sys/module"), modules, profile["gpu"]["driver_version"])
     render_kernel.render_security(os.path.join(out, "sys/kernel/security"), "lockdown" in faults)
@@ -75,5 +88,8 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
     write(os.path.join(out, "proc/sys/kernel/random/boot_id"), uuid.uuid4())
     with open(os.path.join(out, "proc/cpuinfo"), "w") as f:
         f.write(render_cpu.cpuinfo(profile))
+    with open(os.path.join(out, kmod.PLAN), "w") as f:
+        json.dump(modules_plan, f)
     with open(os.path.join(out, NVIDIA_SMI_MODEL), "w") as f:
-        json.dump(gpu_model(profile, hostname, lost, "nvidia" in modules), f, indent=1)
+        mode = iommu.mode(cmdline, profile["cpu"]["vendor_id"], profile["pci"].get("iommu", iommu.TRANSLATED))
+        json.dump(gpu_model(profile, hostname, lost, "nvidia" in modules, mode), f, indent=1)

@@ -7,7 +7,7 @@ import tempfile
 import pytest
 from labhw import load_profile
 
-from hwmodel import render  # noqa: E402  (labhw puts lab/boot on sys.path)
+from hwmodel import kmod, render  # noqa: E402  (labhw puts lab/boot on sys.path)
 
 SHM = "/dev/shm"
 
@@ -35,20 +35,23 @@ def hw_tmp(tmp_path):
 
 @pytest.fixture
 def render_host(hw_tmp):
-    """render_host(profile, cmdline=..., faults=..., files={relpath: text}) -> rendered tree path.
+    """render_host(profile, cmdline=..., faults=..., files={relpath: text}, release=...) -> rendered tree path.
 
-    Every call is a fresh boot of a fresh image (its own root and output directory).
+    Every call is a fresh boot of a fresh image (its own root and output directory) with the
+    booted kernel in /boot, so boot installs its NVIDIA modules as init does.
     """
     boots = iter(range(1000))
 
-    def _render(profile, cmdline="BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 ro quiet", faults=None, files=None):
+    def _render(profile, cmdline="BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 ro quiet", faults=None, files=None,
+                release="6.1.0-28-amd64"):
         n = next(boots)
         root, out = hw_tmp / f"root{n}", hw_tmp / f"hw{n}"
-        for rel, text in (files or {}).items():
+        files = {f"boot/vmlinuz-{release}": "", **(files or {})}
+        for rel, text in files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
-        root.mkdir(exist_ok=True)
-        render.render(str(out), profile, root=str(root), release="6.1.0-28-amd64", cmdline=cmdline,
+        kmod.sync(str(root), kmod.plan(str(root), profile, faults or {}))
+        render.render(str(out), profile, root=str(root), release=release, cmdline=cmdline,
                       faults=faults or {}, hostname="lab-test")
         return out
     return _render

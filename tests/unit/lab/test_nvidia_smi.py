@@ -26,7 +26,7 @@ def test_query_with_units_and_header(render_host, seed):
                   "--format=csv", "-i", "1")
     assert rc == 0
     assert out == ("index, pci.bus_id, memory.total [MiB], utilization.gpu [%]\n"
-                   "1, 00000000:2A:00.0, 97887 MiB, 0 %\n")
+                   "1, 00000000:14:00.0, 97887 MiB, 0 %\n")
 
 
 def test_query_noheader_nounits(render_host, xeon):
@@ -54,6 +54,6 @@ def test_no_matching_gpu(render_host, seed):
 def test_lost_gpu(render_host, seed):
     rc, out = smi(render_host(seed, faults={"gpu-lost": "3"}), "--query-gpu=index", "--format=csv,noheader")
     assert rc == 15
-    assert out.splitlines()[3] == ("Unable to determine the device handle for GPU 0000:4E:00.0: "
+    assert out.splitlines()[3] == ("Unable to determine the device handle for GPU 0000:34:00.0: "
                                    "GPU is lost. Reboot the system to recover this GPU")
     assert out.splitlines()[4] == "4"

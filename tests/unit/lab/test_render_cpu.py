@@ -77,4 +77,4 @@ def test_small_profile_has_four_cpus_one_node_one_gpu(render_host):
     assert read(hw, "sys/devices/system/node/online") == "0"
     # root port, switch up + down port, GPU, audio
     assert sorted(p.name for p in (hw / "sys/bus/pci/devices").iterdir()) == [
-        "0000:00:01.1", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0", "0000:18:00.1"]
+        "0000:15:01.1", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0", "0000:18:00.1"]

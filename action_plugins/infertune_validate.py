@@ -1,0 +1,118 @@
+"""infertune_validate: check every infertune variable on the controller before any change.
+
+Runs on the control node only (no connection to the host). Reads the variables the host
+sees, templates the ones it checks, and fails with one line per problem:
+
+    host gpu-07: gpu_gate_expected_count: must be 1-1024, got -1
+
+Options:
+  roles: list of role names (and "rollout") whose variables are checked; default: all of them.
+  unknown: report variables that carry one of those roles' prefixes but that no role declares
+           (with the closest declared name); default true.
+
+Returns changed: false and, when a problem was found, failed: true and msg with one line per
+problem (nothing else, so the failure output stays readable); otherwise msg with the count and
+checked, the names of the variables that were set and checked. Rules: infertune/validation.py.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ansible.plugins.action import ActionBase
+
+try:
+    from infertune import validation
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from infertune import validation
+
+
+def _plain(value, depth=0):
+    """Tagged/unsafe strings, lists and mappings from the templar as plain Python types."""
+    if depth > 40:
+        return value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    return value
+
+
+def _first_line(exc):
+    text = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(("roles", "unknown"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        result["changed"] = False
+        task_vars = task_vars or {}
+        host = task_vars.get("inventory_hostname", "?")
+        try:
+            lines, checked = self._check(task_vars, host)
+        except Exception as exc:  # noqa: BLE001 - one readable line, never a traceback
+            lines, checked = ["host %s: validation could not run: %s" % (host, _first_line(exc))], []
+        if lines:
+            # Only the lines: the default callback prints the whole result of a failed task.
+            result["failed"] = True
+            result["msg"] = "\n".join(lines)
+        else:
+            result["checked"] = checked
+            result["msg"] = "host %s: %d variables checked, no problem" % (host, len(checked))
+        return result
+
+    def _check(self, task_vars, host):
+        args = self._task.args
+        roles = args.get("roles")
+        if roles is not None:
+            roles = self._templar.template(roles)
+            if isinstance(roles, str):
+                roles = [roles]
+            if not isinstance(roles, (list, tuple)) or not all(isinstance(r, str) for r in roles):
+                return ["host %s: infertune_validate: roles must be a list of role names" % host], []
+            roles = [str(r) for r in roles]
+        unknown = args.get("unknown", True)
+        if isinstance(unknown, str):
+            unknown = unknown.strip().lower() in ("1", "true", "yes", "on")
+
+        declared = validation.declared()
+        defaults = validation.role_defaults()
+        specs = validation.load_specs()
+        chosen = [n for r, spec in specs.items() if roles is None or r in roles for n in spec.options]
+        values, lines = {}, []
+        for name in chosen:
+            if name not in task_vars or name in values:
+                continue
+            raw = task_vars[name]
+            # A role's own templated default (e.g. one built from role_path) is not user input.
+            if isinstance(raw, str) and "{{" in raw and raw == defaults.get(name):
+                continue
+            try:
+                values[name] = _plain(self._templar.template(raw))
+            except Exception as exc:  # noqa: BLE001
+                detail = "(value hidden)" if declared[name].secret else _first_line(exc)
+                lines.append("host %s: %s: cannot be templated: %s" % (host, name, detail))
+        # Names only: undeclared variables are reported, never templated or shown. Facts a
+        # module returned are the host's, not input.
+        facts = task_vars.get("ansible_facts")
+        facts = facts if isinstance(facts, dict) else {}
+        for name in task_vars:
+            if isinstance(name, str) and name not in values and name not in declared and name not in facts:
+                values[name] = None
+        lines += validation.report(values, host=host, roles=roles, check_unknown=unknown)
+        checked = sorted(n for n in values if n in declared)
+        return lines, checked

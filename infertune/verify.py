@@ -1,0 +1,62 @@
+"""Verify hosts with tests/verify in one pytest-testinfra run, then write the fleet report.
+
+    python -m infertune.verify --dir reports [--tests pcie_mrrs,...] < run.json
+
+run.json on standard input, as roles/report writes it: {host: {verify, expected, results,
+check_mode}}. Hosts with verify true are checked against their expected values (what
+their run applied, -e included); every host's results go into its report fragment.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import report
+
+PROJECT = Path(__file__).resolve().parents[1]
+# pytest: 0 all passed, 1 some failed (a knob is off: reported), 5 nothing selected.
+REPORTED = (0, 1, 5)
+
+
+def pytest_argv(hosts, junit, tests):
+    argv = [sys.executable, "-m", "pytest", str(PROJECT / "tests" / "verify"), "-q", "-p", "no:cacheprovider",
+            "--hosts=" + ",".join(f"ansible://{h}" for h in hosts), f"--junitxml={junit}"]
+    if tests:
+        argv += ["-k", " or ".join(tests)]
+    return argv
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m infertune.verify", description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
+    parser.add_argument("--tests", default="", help="comma-separated verification tests (default: all)")
+    args = parser.parse_args(argv)
+    run = json.load(sys.stdin)
+    directory = Path(args.dir)
+    verify_dir = directory / "verify"
+    shutil.rmtree(verify_dir, ignore_errors=True)
+    verify_dir.mkdir(parents=True)
+    hosts = [h for h, entry in run.items() if entry.get("verify")]
+    if hosts:
+        expected = verify_dir / "expected.json"
+        expected.write_text(json.dumps({h: run[h]["expected"] for h in hosts}))
+        env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected))
+        tests = [t for t in args.tests.split(",") if t]
+        proc = subprocess.run(pytest_argv(hosts, verify_dir / "fleet.xml", tests), env=env, cwd=PROJECT,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode not in REPORTED:
+            print(f"tests/verify broke (pytest rc={proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}",
+                  file=sys.stderr)
+            return 2
+    report.record(directory / "hosts", run)
+    print(report.write(directory, list(run)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

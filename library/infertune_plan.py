@@ -1,0 +1,145 @@
+#!/usr/bin/python
+"""Ansible module infertune_plan: read every knob at once, change nothing."""
+
+DOCUMENTATION = r"""
+module: infertune_plan
+short_description: Predict every knob's change on a host in one read-only call
+description:
+  - Runs each catalog entry's apply function in check mode (the same code M(knob) applies) and
+    returns, per knob, the result contract, then what the host needs as a whole - the pending
+    knobs, whether it must reboot and why, whether it must be drained first.
+  - In the same call, when asked, the GPU gate (as M(gpu_facts)) and the MoE backend check and
+    command line check (as M(moe_backend_support), judged on the GPUs the gate read).
+  - Also gathers the hardware facts (C(infertune_hw)). Never changes the host, in or out of
+    check mode, so a converged fleet costs one round trip per host.
+options:
+  knobs:
+    description: Catalog entries, each with C(name), C(module), C(args) and optionally C(label) and
+      C(drain) (a change restarts a serving component, so the host is drained first).
+    type: list
+    elements: dict
+    required: true
+  secret_files:
+    description: Per knob name, more files for its C(args.files) whose content must never be logged
+      (for instance a root-only environment file).
+    type: dict
+    default: {}
+  reboot_strategy:
+    description: C(when_needed) reboots when a knob says the running system differs from the next
+      boot, C(always) reboots every host, C(never) reboots none.
+    type: str
+    choices: [when_needed, always, never]
+    default: when_needed
+  gpu_gate:
+    description: Options of M(gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
+      require_persistence, gpu_table); the result, problems included, is returned as C(gpus).
+    type: dict
+  backend:
+    description: Options of M(moe_backend_support) (venv, backend, quantization, matrix, kernels,
+      allreduce_fusion, argv); judged on the gate's GPUs, returned as C(backend).
+    type: dict
+  fingerprint:
+    description: C(files) (paths) and C(units) to describe without changing them - each file's sha1
+      and mode, each unit's enablement and state - returned as C(fingerprint), so the controller can
+      tell whether files it renders later would change anything.
+    type: dict
+  publish:
+    description: Set the C(infertune_plan) and C(infertune_hw) facts; false returns the plan as C(plan)
+      only (a second read, such as the proof after a reboot, leaves the host's plan alone).
+    type: bool
+    default: true
+author: infertune
+"""
+
+EXAMPLES = r"""
+- name: Plan the host's changes
+  infertune_plan:
+    knobs: "{{ infertune_selected_knobs }}"
+    reboot_strategy: when_needed
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: C(infertune_plan) (C(results) per knob, C(pending), C(failed), C(reboot),
+    C(reboot_reasons), C(drain), and C(gpus) and C(backend) when asked) and C(infertune_hw) (hardware facts, as M(host_facts) returns them).
+  returned: when publish is true
+  type: dict
+plan:
+  description: The same plan, when publish is false.
+  returned: when publish is false
+  type: dict
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_node.facts import collect
+from ansible.module_utils.infertune_node.files import fingerprints
+from ansible.module_utils.infertune_node.gpu_gate import gate
+from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
+from ansible.module_utils.infertune_node.knobs import predict, summarize
+from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible.module_utils.infertune_node.systemd import unit_states
+
+
+def runner(module):
+    """run(argv): the binary from PATH, C locale; a missing one answers rc 127."""
+    def run(argv):
+        executable = module.get_bin_path(argv[0]) or argv[0]
+        try:
+            return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
+        except OSError as exc:
+            return 127, "", str(exc)
+    return run
+
+
+def checks(module, plan):
+    """The GPU gate and the backend check, each a result with its problems, never an exception."""
+    host = socket.gethostname()
+    if module.params["gpu_gate"] is not None:
+        try:
+            plan["gpus"] = gate(runner(module), **module.params["gpu_gate"])
+        except (GpuQueryError, TypeError) as exc:
+            plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
+    if module.params["backend"] is not None:
+        options = dict(module.params["backend"])
+        if options.get("backend"):
+            options["gpus"] = plan.get("gpus", {}).get("gpus", [])
+        try:
+            plan["backend"] = judge_host(module.run_command, host, **options)
+        except (ReadError, TypeError) as exc:
+            plan["backend"] = {"sglang_version": None, "error": str(exc)}
+    wanted = module.params["fingerprint"]
+    if wanted is not None:
+        plan["fingerprint"] = {"files": fingerprints("/", wanted.get("files", [])),
+                               "units": unit_states(wanted.get("units", []), runner(module))}
+
+
+def main():
+    module = AnsibleModule(argument_spec={
+        "knobs": {"type": "list", "elements": "dict", "required": True},
+        "secret_files": {"type": "dict", "default": {}, "no_log": True},
+        "reboot_strategy": {"type": "str", "default": "when_needed", "choices": ["when_needed", "always", "never"]},
+        "gpu_gate": {"type": "dict"},
+        "fingerprint": {"type": "dict"},
+        "backend": {"type": "dict"},
+        "publish": {"type": "bool", "default": True},
+    }, supports_check_mode=True)
+    entries = []
+    for entry in module.params["knobs"]:
+        secret = module.params["secret_files"].get(entry["name"])
+        if secret:
+            args = dict(entry.get("args") or {})
+            args["files"] = list(args.get("files", [])) + list(secret)
+            entry = dict(entry, args=args)
+        entries.append(entry)
+    results = predict(entries)
+    plan = dict(summarize(entries, results, module.params["reboot_strategy"]), results=results)
+    checks(module, plan)
+    if not module.params["publish"]:
+        module.exit_json(changed=False, plan=plan)
+    module.exit_json(changed=False, ansible_facts={"infertune_plan": plan, "infertune_hw": collect("/")})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#!/usr/bin/python
+"""Ansible module knob: apply one entry of the infertune knob catalog."""
+
+DOCUMENTATION = r"""
+module: knob
+short_description: Apply one host tuning knob and return the result contract
+description:
+  - Runs the apply function that O(module) names (the same code the boot-time tool and the plan
+    run) with O(args), through infertune's gate, so check mode changes nothing and reports what
+    would change.
+  - Returns the result contract every knob shares (C(changed), C(before), C(after),
+    C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
+    C(infertune_results) fact.
+  - "Modules and their arguments: C(deb_package) (name; read-only, apt installs it),
+    C(boot_kernel) (release), C(kernel_cmdline) (params, remove, dropin, update),
+    C(sysctl) (name, value, path), C(modprobe_options) (options, path),
+    C(systemd_unit) (unit, files, enabled, started), C(amd_pstate) (mode),
+    C(cpufreq_policy) (governor, epp), C(cpuidle_states) (max_latency, keep_poll),
+    C(pcie_mrrs) (value, vendor, classes)."
+options:
+  name:
+    description: The knob's name in the catalog (reported back).
+    type: str
+    required: true
+  module:
+    description: The apply function to run.
+    type: str
+    required: true
+  args:
+    description: Its arguments.
+    type: dict
+    default: {}
+author: infertune
+"""
+
+EXAMPLES = r"""
+- name: PCIe MaxReadReq 4096 on every NVIDIA GPU endpoint
+  knob:
+    name: pcie_mrrs
+    module: pcie_mrrs
+    args: {value: 4096, vendor: "0x10de", classes: ["0x0300", "0x0302"]}
+"""
+
+RETURN = r"""
+before:
+  description: The knob's state before.
+  returned: always
+  type: raw
+after:
+  description: The knob's state after (predicted under check mode).
+  returned: always
+  type: raw
+reboot_required:
+  description: The running system differs from what the next boot will have.
+  returned: always
+  type: bool
+runtime_pending:
+  description: Applying the knob changes the running host (a serving host is drained first).
+  returned: always
+  type: bool
+actions:
+  description: Writes and commands the knob made (or would make under check mode).
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.knobs import run
+
+
+def main():
+    module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True},
+                                          "module": {"type": "str", "required": True},
+                                          "args": {"type": "dict", "default": {}}},
+                           supports_check_mode=True)
+    params = module.params
+    try:
+        contract, diff, actions = run(params["module"], params["args"], Gate(check_mode=module.check_mode))
+    except TuningError as exc:
+        module.fail_json(msg="%s: %s" % (params["name"], exc))
+    result = dict(contract, actions=actions)
+    if module._diff and diff is not None:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

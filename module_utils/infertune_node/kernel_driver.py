@@ -1,0 +1,113 @@
+"""Will the NVIDIA kernel module load on kernel release R? Checked before a reboot into R.
+
+modprobe finds modules only under /lib/modules/<running release>, so R needs its own
+nvidia.ko: built there by DKMS (`dkms status` shows `nvidia/<ver>, R, <arch>: installed`;
+the file lands in updates/dkms/) or shipped prebuilt for R (Ubuntu's
+linux-modules-nvidia-<branch>-R, kernel/nvidia-<branch>/). DKMS builds for R only
+once R's headers are installed.
+"""
+import os
+import re
+
+from . import sysfs
+
+# The core module under its distribution names (Debian's DKMS package calls it nvidia-current).
+CORE_MODULE = re.compile(r"^nvidia(-current)?(-open)?\.ko(\.(gz|xz|zst))?$")
+# `dkms status` lines: dkms 3 `nvidia/580.95.05, 6.12.0-1-amd64, x86_64: installed`,
+# dkms 2 `nvidia, 535.54.03, 6.1.0-18-amd64, x86_64: installed`, or `nvidia/580.95.05: added`.
+DKMS_LINE = re.compile(r"^(?P<module>[^,/\s]+)[/,]\s*(?P<version>[^,:\s]+)"
+                       r"(?:,\s*(?P<kernel>[^,:\s]+),\s*(?P<arch>[^,:\s]+))?:\s*(?P<state>.+?)\s*$")
+
+
+def parse_dkms_status(text):
+    """The NVIDIA entries of `dkms status` output."""
+    entries = []
+    for line in text.splitlines():
+        match = DKMS_LINE.match(line.strip())
+        if match and match.group("module").startswith("nvidia"):
+            entries.append(match.groupdict())
+    return entries
+
+
+def module_files(root, release):
+    """Paths of the core NVIDIA module under /lib/modules/RELEASE (build/ and source/ links not followed)."""
+    found = []
+    for directory, _, files in os.walk(sysfs.path(root, "/lib/modules/%s" % release)):
+        found += [os.path.join(directory, name) for name in files if CORE_MODULE.match(name)]
+    return sorted("/" + os.path.relpath(path, root) for path in found)
+
+
+def headers_package(release):
+    return ("proxmox-headers-%s" if release.endswith("-pve") else "linux-headers-%s") % release
+
+
+def dkms_status(run):
+    """`dkms status` output; empty where dkms is not installed (run returns rc 127)."""
+    rc, out, _ = run(["dkms", "status"])
+    return "" if rc == 127 else out
+
+
+def owning_package(run, path):
+    """The package that owns PATH per dpkg (tried as /lib and as merged /usr/lib), or None."""
+    for candidate in (path, "/usr" + path):
+        rc, out, _ = run(["dpkg-query", "-S", candidate])
+        if rc == 0 and ": " in out:
+            return out.splitlines()[0].split(": ", 1)[0].split(":")[0]
+    return None
+
+
+def check(root, release, run):
+    """What was found for RELEASE, whether the NVIDIA module will load on it (`ready`) and the fix.
+
+    run(argv) -> (rc, stdout, stderr), rc 127 for a missing command, runs dkms and dpkg-query.
+    """
+    entries = parse_dkms_status(dkms_status(run))
+    built = [e for e in entries if e["kernel"] == release]
+    installed = [e for e in built if e["state"].startswith("installed")]
+    files = module_files(root, release)
+    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    running_files = module_files(root, running) if running else []
+    result = {
+        "release": release,
+        "kernel_installed": os.path.isdir(sysfs.path(root, "/lib/modules/%s" % release)),
+        "dkms_managed": bool(entries),
+        "dkms": entries,
+        "dkms_installed": bool(installed),
+        "headers_installed": os.path.exists(sysfs.path(root, "/lib/modules/%s/build" % release)),
+        "headers_package": headers_package(release),
+        "module_files": files,
+        "running_release": running,
+        "running_package": owning_package(run, running_files[0]) if running_files and not entries else None,
+        "ready": bool(files or installed),
+    }
+    result["reason"], result["fix"] = _verdict(result, built, entries)
+    return result
+
+
+def _verdict(result, built, entries):
+    release, headers = result["release"], result["headers_package"]
+    if result["ready"]:
+        found = ", ".join(result["module_files"]) or "dkms status: installed"
+        return "NVIDIA module for %s present (%s)" % (release, found), None
+    if not result["kernel_installed"]:
+        return ("kernel %s is not installed (no /lib/modules/%s)" % (release, release),
+                "install the kernel package for %s first" % release)
+    if entries:
+        name = "%s/%s" % (entries[-1]["module"], entries[-1]["version"])
+        if not result["headers_installed"]:
+            return ("DKMS manages %s but has not built it for %s: %s is not installed" % (name, release, headers),
+                    "install %s; DKMS builds the module when it arrives (or run `dkms autoinstall -k %s`)" % (
+                        headers, release))
+        if built:
+            return ("DKMS built %s for %s but did not install it (state: %s)" % (name, release, built[0]["state"]),
+                    "run `dkms install %s -k %s`" % (name, release))
+        return ("DKMS has not built %s for %s although its headers are installed" % (name, release),
+                "run `dkms autoinstall -k %s` and read /var/lib/dkms/%s/build/make.log" % (release, name))
+    package, running = result["running_package"], result["running_release"]
+    if package and running and running in package:
+        wanted = "%s (the running kernel's module comes from %s)" % (package.replace(running, release), package)
+    else:
+        wanted = "the prebuilt NVIDIA module package for %s (Ubuntu: linux-modules-nvidia-<branch>-%s)" % (
+            release, release)
+    return ("no nvidia.ko under /lib/modules/%s and no DKMS-managed NVIDIA module" % release,
+            "install %s, or install the driver with DKMS and %s" % (wanted, headers))

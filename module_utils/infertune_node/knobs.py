@@ -1,0 +1,88 @@
+"""The knob registry: every knob's apply function behind one call and one result shape.
+
+Each entry of the knob catalog (roles/infertune/vars/main.yml) names a module here
+and its arguments. The `knob` module applies one, the `infertune_plan` module reads
+them all in check mode, and the boot-time tool re-applies the runtime ones: the
+same code in all three places.
+"""
+from . import amd_pstate, boot_kernel, cmdline, cpu, cpufreq, cpuidle, modprobe, packages, pcie, sysctl, systemd
+from .gate import Gate, TuningError
+
+# The result contract every knob publishes (infertune_results[knob]).
+CONTRACT = ("changed", "before", "after", "reboot_required", "runtime_pending", "msg", "skipped_reason")
+# Knobs whose change alters the running host at once: a serving host is drained first.
+RUNTIME = ("amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs")
+
+
+def _cmdline_params(root, args):
+    """The parameters plus those meant for this host's CPU vendor (amd_pstate= on AMD only)."""
+    return list(args["params"]) + list((args.get("vendor_params") or {}).get(cpu.vendor(root), []))
+
+
+def _flag(result, key):
+    result["reboot_required"] = bool(result.get(key))
+    return result
+
+
+MODULES = {
+    "deb_package": lambda root, a, gate: packages.plan_package(root, a["name"], gate),
+    "boot_kernel": lambda root, a, gate: _flag(boot_kernel.apply_boot_kernel(root, a["release"], gate),
+                                               "boot_kernel_reboot_required"),
+    "kernel_cmdline": lambda root, a, gate: _flag(
+        cmdline.apply_cmdline(root, _cmdline_params(root, a), a.get("remove", []), a["dropin"], a.get("update", True), gate),
+        "kernel_cmdline_reboot_required"),
+    "sysctl": lambda root, a, gate: sysctl.apply_sysctl(root, a["name"], a["value"], a["path"], gate),
+    "modprobe_options": lambda root, a, gate: _flag(modprobe.apply_options(root, a["options"], a["path"], gate),
+                                                    "modprobe_options_reload_required"),
+    "systemd_unit": lambda root, a, gate: systemd.apply_unit(root, a["unit"], a["files"], a.get("enabled", True),
+                                                             a.get("started", False), gate),
+    "amd_pstate": lambda root, a, gate: amd_pstate.apply_mode(root, a["mode"], gate),
+    "cpufreq_policy": lambda root, a, gate: cpufreq.apply_policy(root, a["governor"], a.get("epp"), gate),
+    "cpuidle_states": lambda root, a, gate: cpuidle.apply_states(root, a["max_latency"], a.get("keep_poll", True),
+                                                                 gate),
+    "pcie_mrrs": lambda root, a, gate: pcie.apply_mrrs(root, a["value"], a.get("vendor", "0x10de"),
+                                                       a.get("classes", ["0x0300", "0x0302"]), gate),
+}
+
+
+def run(module, args, gate, root="/"):
+    """Apply (or, with a check-mode gate, predict) one knob: (contract, diff, actions)."""
+    if module not in MODULES:
+        raise TuningError("unknown knob module %r (known: %s)" % (module, ", ".join(sorted(MODULES))))
+    if not isinstance(args, dict):
+        raise TuningError("arguments of %s must be a mapping, got %s" % (module, type(args).__name__))
+    try:
+        result = MODULES[module](root, args, gate)
+    except KeyError as exc:
+        raise TuningError("%s: missing argument %s" % (module, exc)) from exc
+    except (TypeError, ValueError) as exc:
+        raise TuningError("%s: bad argument: %s" % (module, exc)) from exc
+    contract = {key: result[key] for key in CONTRACT if key in result}
+    contract["reboot_required"] = bool(result.get("reboot_required"))
+    contract.setdefault("runtime_pending", module in RUNTIME and bool(result["changed"]))
+    contract.setdefault("msg", "")
+    return contract, result.get("diff"), list(gate.actions)
+
+
+def predict(entries, root="/", runner=None):
+    """Every catalog entry in check mode: {name: contract}, a failure as {failed, msg}."""
+    results = {}
+    for entry in entries:
+        gate = Gate(check_mode=True) if runner is None else Gate(check_mode=True, runner=runner)
+        try:
+            results[entry["name"]] = run(entry["module"], entry.get("args") or {}, gate, root)[0]
+        except TuningError as exc:
+            results[entry["name"]] = {"failed": True, "changed": False, "msg": str(exc)}
+    return results
+
+
+def summarize(entries, results, reboot_strategy):
+    """What a host needs: pending knobs, whether to reboot and why, whether to drain first."""
+    by_name = {entry["name"]: entry for entry in entries}
+    pending = [name for name, result in results.items() if result.get("changed")]
+    failed = {name: result["msg"] for name, result in results.items() if result.get("failed")}
+    reasons = [by_name[name].get("label", name) for name, result in results.items() if result.get("reboot_required")]
+    reboot = reboot_strategy == "always" or (reboot_strategy == "when_needed" and bool(reasons))
+    drain = reboot or any(result.get("runtime_pending") or (result.get("changed") and by_name[name].get("drain"))
+                          for name, result in results.items())
+    return {"pending": pending, "failed": failed, "reboot": reboot, "reboot_reasons": reasons, "drain": drain}

@@ -1,0 +1,76 @@
+"""ACS P2P Request/Completion Redirect on the bridges above the GPUs.
+
+With the redirect bits set, root ports and switch downstream ports send every
+GPU-to-GPU transfer up through the root complex (about half the bandwidth
+between two GPUs on one switch). Only bits 2 and 3 of ACS Control are cleared,
+through setpci with the mask 000c; the other ACS bits (source validation,
+upstream forwarding, ...) and ports that lead to no GPU stay as they are.
+"""
+import os
+
+from . import pcie, sysfs
+from .gate import TuningError
+
+ACS_ID = 0x000D
+CONTROL = 6  # ACS Control register, from the start of the capability
+REDIRECT = 0x000C  # bit 2 P2P Request Redirect, bit 3 P2P Completion Redirect
+
+
+def acs_control(root, bdf):
+    """ACS Control word of a port, or None when it has no ACS capability."""
+    config = pcie.read_config(root, bdf)
+    if len(config) < 4096 and pcie.pcie_cap_offset(config) is not None:
+        raise TuningError("%s: extended config space unreadable (%d bytes); reading ACS needs root"
+                          % (bdf, len(config)))
+    offset = pcie.ext_cap_offset(config, ACS_ID)
+    return None if offset is None else pcie.word(config, offset + CONTROL)
+
+
+def gpu_ports(root, vendor, classes):
+    """{port BDF: [GPU BDFs below it]} for every bridge above a selected GPU, root ports first."""
+    ports = {}
+    for gpu in pcie.find_devices(root, vendor, classes):
+        for port in reversed(pcie.ports_above(root, gpu)):
+            ports.setdefault(port, []).append(gpu)
+    return ports
+
+
+def vfio_devices(root):
+    """BDFs bound to vfio-pci, i.e. handed to virtual machines."""
+    return [bdf for bdf in sysfs.entries(root, pcie.PCI_DEVICES + "/*")
+            if os.path.basename(os.path.realpath(sysfs.path(root, "%s/%s/driver" % (pcie.PCI_DEVICES, bdf))))
+            == "vfio-pci"]
+
+
+def _hex(value):
+    return "0x%04x" % value
+
+
+def apply_acs(root, vendor, classes, force, gate, setpci=None):
+    """Clear ACS redirect on every port above the GPUs; {changed, before, after, ports, without_acs, msg}."""
+    prefix = setpci or pcie.setpci_prefix(root)
+    ports = gpu_ports(root, vendor, classes)
+    # Read every port before writing any, so a port that cannot be read fails the call up front.
+    control = {bdf: acs_control(root, bdf) for bdf in ports}
+    before = {bdf: value for bdf, value in control.items() if value is not None}
+    todo = [bdf for bdf, value in before.items() if value & REDIRECT]
+    vfio = vfio_devices(root)
+    if todo and vfio and not force:
+        raise TuningError("ACS redirect left on at %s: %s bound to vfio-pci (passed to a VM); clearing it removes "
+                          "the isolation between devices behind the same port. Unbind them, or force the change "
+                          "(pcie_acs force=true) if that isolation is not needed" % (", ".join(todo), ", ".join(vfio)))
+    after = dict(before)
+    for bdf in todo:
+        result = gate.run(prefix + ["-s", bdf, "ECAP_ACS+%d.w=0000:%04x" % (CONTROL, REDIRECT)])
+        if result is not None and result[0] != 0:
+            raise pcie.refused(root, bdf, "ACS Control", result[2].strip() or "rc=%d" % result[0])
+        after[bdf] = before[bdf] & ~REDIRECT if gate.check_mode else acs_control(root, bdf)
+        if after[bdf] != before[bdf] & ~REDIRECT:
+            # setpci only warns when sysfs refuses the write, so the read-back decides.
+            raise pcie.refused(root, bdf, "ACS Control", "read back %s after clearing the redirect bits of %s"
+                               % (_hex(after[bdf]), _hex(before[bdf])))
+    gpus = {gpu for below in ports.values() for gpu in below}
+    return {"changed": bool(todo), "before": {b: _hex(v) for b, v in before.items()},
+            "after": {b: _hex(v) for b, v in after.items()}, "ports": len(ports),
+            "without_acs": sorted(set(ports) - set(before)),
+            "msg": "ACS redirect off on %d of %d port(s) above %d GPU(s)" % (len(before), len(ports), len(gpus))}

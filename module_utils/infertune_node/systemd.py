@@ -1,0 +1,40 @@
+"""A unit's files, boot-time enablement and running state, through systemctl."""
+from .files import install
+from .gate import Gate, TuningError
+
+
+def _state(gate, verb, unit):
+    # Read-only queries run in check mode too; an unknown unit answers non-zero with a word.
+    rc, out, _ = gate.runner(["systemctl", verb, unit])
+    return out.strip() or ("unknown" if rc else "")
+
+
+def unit_states(units, runner):
+    """{unit: {enabled, active}}, read-only."""
+    gate = Gate(check_mode=True, runner=runner)
+    return {unit: {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
+            for unit in units}
+
+
+def apply_unit(root, unit, files, enabled, started, gate):
+    """Install the unit's files, reload systemd when any changed, enable or disable it, restart
+    it when started is asked and a file changed or it is not active."""
+    if root not in ("/", ""):
+        raise TuningError("unit %s: systemctl manages the running system only" % unit)
+    installed = install(root, files, gate)
+    before = {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
+    after = dict(before)
+    if installed["changed"]:
+        gate.run_or_fail(["systemctl", "daemon-reload"])
+    wanted = "enabled" if enabled else "disabled"
+    if before["enabled"] != wanted and (enabled or before["enabled"] == "enabled"):
+        gate.run_or_fail(["systemctl", "enable" if enabled else "disable", unit])
+        after["enabled"] = wanted
+    if started and (installed["changed"] or before["active"] != "active"):
+        gate.run_or_fail(["systemctl", "restart", unit])
+        after["active"] = "active"
+    changed = installed["changed"] or after != before
+    return {"changed": changed, "before": before, "after": after, "files": installed["files"],
+            "diff": installed["diff"],
+            "msg": "%s: %s" % (unit, ", ".join(installed["files"]) + " written" if installed["files"]
+                               else "files in place")}
