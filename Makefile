@@ -11,9 +11,10 @@ setup: $(BIN)/ansible-playbook
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-$(BIN)/ansible-playbook: requirements.txt
+$(BIN)/ansible-playbook: requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 lab-up: setup

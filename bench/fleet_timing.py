@@ -3,8 +3,10 @@
 
 For each fleet size the lab is recreated from the image (seed profile on every
 host) with sglang's package files, then timed: one `setup` round (the baseline),
-site.yml from fresh hosts (kernel install, one reboot each) and site.yml again,
-which must report changed=0 on every host.
+site.yml from fresh hosts (kernel install, one reboot each), site.yml again, which
+must report changed=0 on every host and put none into a batch, site.yml --check on the
+converged fleet, and playbooks/verify.yml alone. Each run's plays are timed too
+(plan, batches, verification), from Ansible's json callback.
 
     .venv/bin/python bench/fleet_timing.py [--hosts 8,32] [--out bench/results/fleet_timing.json]
 
@@ -18,17 +20,20 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "lab"))
-from helpers import BIN, fresh_lab, labctl, playbook, recap  # noqa: E402
+sys.path.insert(0, str(ROOT / "lab"))
+from infra.drive import BIN, fresh_lab, labctl, playbook  # noqa: E402
 
 PROFILE = "seed-epyc-rtxpro6000"
-# Serial makes one play per batch; its header repeats under the rollout play's name.
-ROLLOUT_PLAY = yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())[0]["name"]
+# Play name -> phase; serial makes one play entry per batch under the rollout play's name.
+PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
+                  + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]],
+                  ("plan", "batches", "verify")))
 
 
 def fleet(hosts):
@@ -44,48 +49,61 @@ def setup_round():
     return round(time.monotonic() - start, 1)
 
 
-def run_site(hosts):
+def seconds_between(duration):
+    start, end = (datetime.fromisoformat(duration[k].replace("Z", "+00:00")) for k in ("start", "end"))
+    return (end - start).total_seconds()
+
+
+def run(hosts, playbook_file="site.yml", *args):
+    """Run a playbook with the json callback: seconds, per-phase seconds, batches, tasks, changes."""
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
     start = time.monotonic()
-    rc, out = playbook("site.yml")
+    proc = subprocess.run([str(BIN / "ansible-playbook"), playbook_file, *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
     seconds = time.monotonic() - start
-    if rc:
-        raise SystemExit(out[-6000:])
-    per_host = recap(out)
-    if len(per_host) != hosts:
-        raise SystemExit(f"PLAY RECAP lists {len(per_host)} hosts, expected {hosts}:\n{out[-6000:]}")
-    # Not one number: run_once tasks count on the first host of a batch or play only,
-    # and the canary skips the canary check, so hosts differ by a few tasks.
-    tasks = sorted({r["ok"] + r["changed"] + r["skipped"] for r in per_host.values()})
-    return {"seconds": round(seconds, 1), "seconds_per_host": round(seconds / hosts, 2),
-            "batches": out.count(f"PLAY [{ROLLOUT_PLAY}]"), "tasks_per_host": tasks,
-            "changed": {h: r["changed"] for h, r in per_host.items()}}
+    if proc.returncode:
+        raise SystemExit(proc.stdout[-6000:] + proc.stderr[-3000:])
+    result = json.loads(proc.stdout)
+    phases = {}
+    for play in result["plays"]:
+        phase = PHASES.get(play["play"]["name"], play["play"]["name"])
+        phases[phase] = round(phases.get(phase, 0) + seconds_between(play["play"]["duration"]), 1)
+    stats = result["stats"]
+    if len(stats) != hosts:
+        raise SystemExit(f"the run's stats list {len(stats)} hosts, expected {hosts}")
+    # Not one number: run_once tasks count on the first host of a batch or play only.
+    tasks = sorted({s["ok"] + s["changed"] + s["skipped"] for s in stats.values()})
+    batches = sum(1 for play in result["plays"] if PHASES.get(play["play"]["name"]) == "batches" and play["tasks"])
+    return {"seconds": round(seconds, 1), "seconds_per_host": round(seconds / hosts, 2), "phases": phases,
+            "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()}}
 
 
 def measure(hosts):
     fleet(hosts)
     playbook("lab/provision/sglang.yml", check=True)
     setup_s = setup_round()
-    converge = run_site(hosts)
-    noop = run_site(hosts)
-    changed = {h: c for h, c in noop["changed"].items() if c}
-    if changed:
-        raise SystemExit(f"no-op site.yml changed something on {len(changed)} host(s): {changed}")
-    for run in (converge, noop):
-        run["changed"] = sum(run["changed"].values())
-    return {"hosts": hosts, "setup_seconds": setup_s, "converge": converge, "noop": noop,
-            "noop_over_setup": round(noop["seconds"] / setup_s, 1)}
+    runs = {"converge": run(hosts), "noop": run(hosts), "check": run(hosts, "site.yml", "--check"),
+            "verify": run(hosts, "playbooks/verify.yml")}
+    changed = {h: c for h, c in runs["noop"]["changed"].items() if c}
+    if changed or runs["noop"]["batches"]:
+        raise SystemExit(f"no-op site.yml changed {changed} or ran {runs['noop']['batches']} batch(es)")
+    for result in runs.values():
+        result["changed"] = sum(result["changed"].values())
+    return {"hosts": hosts, "setup_seconds": setup_s, **runs,
+            **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2) for name in ("noop", "check", "verify")}}
 
 
 def print_table(rows):
-    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'s/host':>6} {'batches':>7} "
-          f"{'tasks/host':>10} {'changed':>7}")
+    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'plan':>5} {'batches':>7} "
+          f"{'verify':>6} {'#batch':>6} {'changed':>7}")
     for r in rows:
-        for name in ("converge", "noop"):
-            run = r[name]
-            tasks = "-".join(str(t) for t in sorted({run["tasks_per_host"][0], run["tasks_per_host"][-1]}))
-            print(f"{r['hosts']:>5} {r['setup_seconds']:>7} {name:>8} {run['seconds']:>7} "
-                  f"{run['seconds_per_host']:>6} {run['batches']:>7} {tasks:>10} {run['changed']:>7}")
-        print(f"{'':>5} no-op / setup = {r['noop_over_setup']}x")
+        for name in ("converge", "noop", "check", "verify"):
+            result = r[name]
+            phases = result["phases"]
+            print(f"{r['hosts']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
+                  f"{result['seconds'] / r['setup_seconds']:>7.2f} {phases.get('plan', '-'):>5} "
+                  f"{phases.get('batches', '-'):>7} {phases.get('verify', '-'):>6} {result['batches']:>6} "
+                  f"{result['changed']:>7}")
 
 
 def main():

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "lab"))
-from helpers import BIN, labctl, playbook, recap  # noqa: E402
+sys.path.insert(0, str(ROOT / "lab"))
+from infra.drive import BIN, labctl, playbook, recap  # noqa: E402
 
 PROFILES = {
     "lab-gpu-01": ("small-epyc-rtxpro6000", 1),

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Modules whose changed result means a host knob moved. Library modules resolve to
-# their bare name, collection modules to their FQCN (resolved_action).
-KNOB_ACTIONS = frozenset({
-    "amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs", "kernel_cmdline",
-    "boot_kernel", "modprobe_options", "ansible.posix.sysctl", "ansible.builtin.apt",
-})
+# Modules whose changed result means a host knob moved: every catalog knob runs through
+# the knob module, one loop item per knob (roles/infertune/tasks/knobs.yml); the kernel
+# package through apt. Library modules resolve to their bare name, others to their FQCN.
+KNOB_ACTIONS = frozenset({"knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
 BAD_RESULTS = ("failed", "unreachable")
 
@@ -93,6 +91,8 @@ class RunSummary:
             self._stats(data)
         elif kind.startswith("runner_on_") and data.get("host"):
             self._host_event(kind.removeprefix("runner_on_"), data)
+        elif kind == "runner_item_on_ok" and data.get("host"):
+            self._knob_item(data)
 
     def _play_start(self, data: dict) -> None:
         # Each serial batch re-sends the play start with "_N" appended to the play uuid.
@@ -108,6 +108,10 @@ class RunSummary:
         self.play = data.get("name") or data.get("play") or ""
         self.task = ""
 
+    def _knob_item(self, data: dict) -> None:
+        if (data.get("res") or {}).get("changed") and _action(data) in KNOB_ACTIONS:
+            self.host(data["host"]).knobs_changed += 1
+
     def _host_event(self, outcome: str, data: dict) -> None:
         host = self.host(data["host"])
         host.seen = True
@@ -118,7 +122,8 @@ class RunSummary:
             action = _action(data)
             if action == REBOOT_ACTION:
                 host.reboots += 1
-            elif action in KNOB_ACTIONS:
+            elif action in KNOB_ACTIONS and "results" not in res:
+                # A loop's own result repeats its items, counted one by one as they came.
                 host.knobs_changed += 1
         elif outcome == "failed" and not data.get("ignore_errors"):
             host.failed = True

@@ -109,3 +109,20 @@ def test_decode_floor_and_benchmark_in_the_report(tmp_path):
     head = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[0]
     assert ("| gpu-01 | GLM-5-NVFP4 | 6.15 (8× NVIDIA RTX PRO 6000 Blackwell Server Edition) "
             "| flashinfer_cutlass | 12.30 | 50% |") in head
+
+
+def test_a_check_run_is_recorded_as_a_plan_never_as_applied(tmp_path):
+    write(tmp_path)
+    host = tmp_path / "hosts" / "gpu-01.json"
+    report.merge_into_host_report(host, "benchmark", {"backend": "flashinfer_cutlass", "ms_per_token": 12.3,
+                                                      "measured_at": "2026-11-30T11:00:00"})
+    planned = {"pcie_mrrs": {"before": {"0000:41:00.0": 512}, "after": {"0000:41:00.0": 4096}, "changed": True,
+                             "applied": True}}
+    report.record(tmp_path / "hosts", {"gpu-01": {"results": planned, "check_mode": True},
+                                       "gpu-02": {"results": None, "check_mode": True}})
+    fragment = json.loads(host.read_text())
+    assert fragment["check_mode"] and fragment["benchmark"]["ms_per_token"] == 12.3
+    assert not (tmp_path / "hosts" / "gpu-02.json").exists()
+    fleet = report.build(report.read_fragments(tmp_path / "hosts"), {})
+    mrrs = fleet["hosts"]["gpu-01"]["knobs"]["pcie_mrrs"]
+    assert mrrs["tuning"]["change"] == "would change: 512 on 1 → 4096 on 1" and not mrrs["changed"]

@@ -70,18 +70,22 @@ def test_a_new_play_restarts_batches_and_keeps_failed_hosts_finished():
     assert summary.status_line() == "Deploy | batch 1 | hosts 1/2 done"
 
 
+def item(host, action, changed):
+    return {"event": "runner_item_on_ok", "event_data": {"host": host, "resolved_action": action,
+                                                          "res": {"changed": changed}}}
+
+
 def test_knobs_and_reboots_count_only_changed_results_of_tuning_modules():
     summary = fold([
-        result("ok", "a", action="cpufreq_policy", changed=True),
-        result("ok", "a", action="ansible.legacy.pcie_mrrs", changed=True),
-        result("ok", "a", action="ansible.posix.sysctl", changed=True),
-        result("ok", "a", action="ansible.builtin.apt", changed=False),
+        # One knob loop: two of its three items changed; the loop's own result repeats them.
+        item("a", "knob", True), item("a", "ansible.legacy.knob", True), item("a", "knob", False),
+        result("ok", "a", action="knob", changed=True, res={"results": [{"changed": True}] * 2}),
+        result("ok", "a", action="ansible.builtin.apt", changed=True),
         result("ok", "a", action="ansible.builtin.template", changed=True),
         result("ok", "a", action="ansible.builtin.reboot", changed=True),
         result("skipped", "a", action="ansible.builtin.reboot"),
-        {"event": "runner_item_on_ok", "event_data": {"host": "a", "resolved_action": "cpuidle_states",
-                                                     "res": {"changed": True}}},
-        result("ok", "b", action="kernel_cmdline", changed=False),
+        item("b", "knob", False),
+        result("ok", "b", action="knob", changed=False, res={"results": [{"changed": False}]}),
     ])
     rows = by_host(summary)
     assert (rows["a"]["knobs_changed"], rows["a"]["reboots"], rows["a"]["result"]) == (3, 1, "changed")

@@ -1,0 +1,115 @@
+"""The knob registry: one result contract, the plan's prediction and what a host needs."""
+import pytest
+
+from ansible.module_utils.infertune_node import knobs
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible.module_utils.infertune_node.systemd import apply_unit
+from fakehost import pci_tree, read, snapshot, write
+
+SYSCTL = {"name": "kernel.numa_balancing", "value": 0, "path": "/etc/sysctl.d/60-infertune-numa.conf"}
+CATALOG = [
+    {"name": "numa_balancing", "module": "sysctl", "args": SYSCTL},
+    {"name": "cpufreq", "module": "cpufreq_policy", "args": {"governor": "performance", "epp": "performance"},
+     "label": "governor / EPP"},
+    {"name": "nvidia_options", "module": "modprobe_options", "label": "NVIDIA options",
+     "args": {"options": {"nvidia_uvm": {"uvm_disable_hmm": 1}}, "path": "/etc/modprobe.d/infertune-nvidia.conf"}},
+]
+
+
+@pytest.fixture
+def host(amd128):
+    pci_tree(amd128)
+    write(amd128, "/proc/sys/kernel/numa_balancing", "1\n")
+    write(amd128, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "N\n")
+    return amd128
+
+
+def test_every_knob_returns_the_contract(host):
+    contract, diff, actions = knobs.run("sysctl", SYSCTL, Gate(), host)
+    assert set(contract) >= {"changed", "before", "after", "reboot_required", "runtime_pending", "msg"}
+    assert (contract["before"], contract["after"], contract["runtime_pending"]) == ("1", "0", True)
+    assert read(host, "/etc/sysctl.d/60-infertune-numa.conf").endswith("kernel.numa_balancing = 0")
+    assert diff["after"].endswith("kernel.numa_balancing = 0\n") and actions
+    again, _, _ = knobs.run("sysctl", SYSCTL, Gate(), host)
+    assert not again["changed"] and not again["runtime_pending"]
+
+
+def test_bad_catalog_entries_fail_with_a_message(host):
+    with pytest.raises(TuningError, match="unknown knob module 'hugepages'"):
+        knobs.run("hugepages", {}, Gate(), host)
+    with pytest.raises(TuningError, match="arguments of sysctl must be a mapping"):
+        knobs.run("sysctl", ["kernel.numa_balancing"], Gate(), host)
+    with pytest.raises(TuningError, match="sysctl: missing argument 'path'"):
+        knobs.run("sysctl", {"name": "kernel.numa_balancing", "value": 0}, Gate(), host)
+
+
+def test_predict_changes_nothing_and_says_what_the_host_needs(host):
+    before = snapshot(host)
+    results = knobs.predict(CATALOG, host)
+    assert snapshot(host) == before
+    assert {n for n, r in results.items() if r["changed"]} == {"numa_balancing", "cpufreq", "nvidia_options"}
+    needs = knobs.summarize(CATALOG, results, "when_needed")
+    # A loaded module running other values waits for a reboot; the runtime knobs drain the host.
+    assert needs == {"pending": ["numa_balancing", "cpufreq", "nvidia_options"], "failed": {},
+                     "reboot": True, "reboot_reasons": ["NVIDIA options"], "drain": True}
+    assert not knobs.summarize(CATALOG, results, "never")["reboot"]
+
+
+def test_a_knob_that_cannot_apply_fails_in_the_prediction_alone(host):
+    catalog = [dict(CATALOG[1], args={"governor": "userspace"}), CATALOG[0]]
+    results = knobs.predict(catalog, host)
+    assert results["cpufreq"]["failed"] and "governor='userspace' is not available" in results["cpufreq"]["msg"]
+    assert results["numa_balancing"]["changed"]
+    assert knobs.summarize(catalog, results, "when_needed")["failed"] == {"cpufreq": results["cpufreq"]["msg"]}
+
+
+def test_only_a_runtime_change_or_a_restart_drains(host):
+    boot_only = [CATALOG[2]]
+    write(host, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "Y\n")
+    needs = knobs.summarize(boot_only, knobs.predict(boot_only, host), "when_needed")
+    assert needs["pending"] == ["nvidia_options"] and not needs["drain"] and not needs["reboot"]
+    unit = [{"name": "sglang", "module": "deb_package", "args": {"name": "sglang"}, "drain": True}]
+    write(host, "/var/lib/dpkg/status", "Package: other\nStatus: install ok installed\nVersion: 1\n")
+    assert knobs.summarize(unit, knobs.predict(unit, host), "when_needed")["drain"]
+
+
+def test_amd_pstate_goes_on_the_command_line_of_amd_hosts_only(host):
+    write(host, "/etc/kernel/cmdline", "root=ZFS=rpool quiet\n")
+    args = {"params": ["processor.max_cstate=1"], "dropin": "/etc/default/grub.d/60-infertune.cfg", "update": False,
+            "vendor_params": {"AuthenticAMD": ["amd_pstate=active"], "GenuineIntel": ["intel_pstate=active"]}}
+    contract, _, _ = knobs.run("kernel_cmdline", args, Gate(), host)
+    assert contract["after"] == "root=ZFS=rpool quiet processor.max_cstate=1 amd_pstate=active"
+    # Not running yet: the proof after a reboot reads the same flag.
+    assert contract["reboot_required"]
+
+
+class Systemctl:
+    """Answers is-enabled/is-active like systemctl and records every other call."""
+
+    def __init__(self, enabled="enabled", active="active"):
+        self.state, self.calls = {"is-enabled": enabled, "is-active": active}, []
+
+    def __call__(self, argv):
+        if argv[1] in self.state:
+            return 0, self.state[argv[1]] + "\n", ""
+        self.calls.append(argv[1:])
+        return 0, "", ""
+
+
+def test_an_edited_unit_file_is_reloaded_and_re_run(host):
+    files = [{"path": "/etc/infertune/runtime.json", "content": "[]"}]
+    systemctl = Systemctl()
+    apply_unit("/", "infertune-tune.service", [dict(files[0], path=host + files[0]["path"])], True, True,
+               Gate(runner=systemctl))
+    assert systemctl.calls == [["daemon-reload"], ["restart", "infertune-tune.service"]]
+    systemctl.calls.clear()
+    result = apply_unit("/", "infertune-tune.service", [dict(files[0], path=host + files[0]["path"])], True, True,
+                        Gate(runner=systemctl))
+    assert not result["changed"] and systemctl.calls == []
+
+
+def test_a_unit_asked_off_is_disabled_and_left_stopped(host):
+    systemctl = Systemctl(enabled="enabled", active="inactive")
+    result = apply_unit("/", "sglang.service", [], False, False, Gate(check_mode=True, runner=systemctl))
+    assert result["changed"] and result["after"] == {"enabled": "disabled", "active": "inactive"}
+    assert systemctl.calls == []  # check mode: asked, nothing done
