@@ -19,13 +19,14 @@ from __future__ import annotations
 import os
 import sys
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 try:
-    from infertune import validation
+    from infertune import control_node, validation
 except ImportError:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from infertune import validation
+    from infertune import control_node, validation
 
 
 def _plain(value, depth=0):
@@ -114,5 +115,18 @@ class ActionModule(ActionBase):
             if isinstance(name, str) and name not in values and name not in declared and name not in facts:
                 values[name] = None
         lines += validation.report(values, host=host, roles=roles, check_unknown=unknown)
+        lines += self._control_node(task_vars, host)
         checked = sorted(n for n in values if n in declared)
         return lines, checked
+
+    def _control_node(self, task_vars, host):
+        """The machine that runs Ansible is never a target unless infertune_allow_control_node."""
+        if boolean(self._templar.template(task_vars.get("infertune_allow_control_node", False)), strict=False):
+            return []
+        address = self._templar.template(task_vars.get("ansible_host", host))
+        connection = self._templar.template(task_vars.get("ansible_connection", "ssh"))
+        why = control_node.reason(str(address), connection=str(connection))
+        if why is None:
+            return []
+        return ["host %s: is the control node (%s); set infertune_allow_control_node: true to tune it"
+                % (host, why)]

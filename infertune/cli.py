@@ -39,6 +39,8 @@ def parse_args(argv):
                               "file, never on its command line")
         sub.add_argument("--vault-password-file", metavar="FILE",
                          help="decrypt Ansible Vault files (e.g. the inventory's vault.yml) with this password")
+        sub.add_argument("-v", "--verbose", action="count", default=0,
+                         help="ansible-playbook's verbosity (-v to -vvvv), in the kept output (--artifacts)")
         sub.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
         sub.add_argument("--artifacts", metavar="DIR",
                          help="keep ansible-runner's data (full output, events) in DIR")
@@ -84,7 +86,7 @@ def main(argv=None, root: Path = REPO) -> int:
             inv = runner.Invocation(
                 project_dir=root, playbook=playbook,
                 inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
-                check=args.check, diff=args.diff, extra_vars=extra_vars,
+                check=args.check, diff=args.diff, extra_vars=extra_vars, verbosity=args.verbose,
                 vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))
             summary, outcome = run(inv, args)
     except runner.UsageError as err:

@@ -24,8 +24,10 @@ from pathlib import Path
 import yaml
 
 CATALOG = Path(__file__).resolve().parents[1] / "roles" / "infertune" / "vars" / "main.yml"
-# Rows beside the knob catalog's: what the rollout did to the host and the GPU gate.
-EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")))
+# Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, and the
+# MoE backend's verdict when the plan judged it (the reason says which fallback, if any).
+EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")),
+         ("backend", "MoE backend", ()))
 
 
 def knobs(catalog=CATALOG):

@@ -27,6 +27,7 @@ class Invocation:
     diff: bool = False
     extra_vars: list = field(default_factory=list)  # "@FILE" each: see vars_files()
     vault_password_file: str | None = None
+    verbosity: int = 0
 
     def options(self) -> list:
         """ansible-playbook options other than -i and --limit (ansible-runner adds those)."""
@@ -39,6 +40,8 @@ class Invocation:
             opts.append("--check")
         if self.diff:
             opts.append("--diff")
+        if self.verbosity:
+            opts.append("-" + "v" * self.verbosity)
         return opts
 
     def selection(self) -> list:

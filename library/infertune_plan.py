@@ -10,8 +10,8 @@ description:
     knobs, whether it must reboot and why, whether it must be drained first.
   - In the same call, when asked, the GPU gate (as M(gpu_facts)) and the MoE backend check and
     command line check (as M(moe_backend_support), judged on the GPUs the gate read).
-  - Also gathers the hardware facts (C(infertune_hw)). Never changes the host, in or out of
-    check mode, so a converged fleet costs one round trip per host.
+  - Never changes the host, in or out of check mode, so a converged fleet costs one round
+    trip per host.
 options:
   knobs:
     description: Catalog entries, each with C(name), C(module), C(args) and optionally C(label) and
@@ -35,8 +35,9 @@ options:
       require_persistence, gpu_table); the result, problems included, is returned as C(gpus).
     type: dict
   backend:
-    description: Options of M(moe_backend_support) (venv, backend, quantization, matrix, kernels,
-      allreduce_fusion, argv); judged on the gate's GPUs, returned as C(backend).
+    description: Options of M(moe_backend_support) (venv, backend, quantization, gpus, matrix, kernels,
+      allreduce_fusion, argv), returned as C(backend); without C(gpus), judged on the gate's GPUs.
+      With C(venv) alone, the installed sglang and FlashInfer versions only.
     type: dict
   fingerprint:
     description: C(files) (paths) and C(units) to describe without changing them - each file's sha1
@@ -44,7 +45,7 @@ options:
       tell whether files it renders later would change anything.
     type: dict
   publish:
-    description: Set the C(infertune_plan) and C(infertune_hw) facts; false returns the plan as C(plan)
+    description: Set the C(infertune_plan) fact; false returns the plan as C(plan)
       only (a second read, such as the proof after a reboot, leaves the host's plan alone).
     type: bool
     default: true
@@ -61,7 +62,7 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: C(infertune_plan) (C(results) per knob, C(pending), C(failed), C(reboot),
-    C(reboot_reasons), C(drain), and C(gpus) and C(backend) when asked) and C(infertune_hw) (hardware facts, as M(host_facts) returns them).
+    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(backend) and C(fingerprint) when asked).
   returned: when publish is true
   type: dict
 plan:
@@ -73,10 +74,10 @@ plan:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.facts import collect
 from ansible.module_utils.infertune_node.files import fingerprints
 from ansible.module_utils.infertune_node.gpu_gate import gate
 from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
+from ansible.module_utils.infertune_node.identity import machine_id
 from ansible.module_utils.infertune_node.knobs import predict, summarize
 from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
 from ansible.module_utils.infertune_node.systemd import unit_states
@@ -103,7 +104,7 @@ def checks(module, plan):
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
     if module.params["backend"] is not None:
         options = dict(module.params["backend"])
-        if options.get("backend"):
+        if options.get("backend") and "gpus" not in options:
             options["gpus"] = plan.get("gpus", {}).get("gpus", [])
         try:
             plan["backend"] = judge_host(module.run_command, host, **options)
@@ -134,11 +135,12 @@ def main():
             entry = dict(entry, args=args)
         entries.append(entry)
     results = predict(entries)
-    plan = dict(summarize(entries, results, module.params["reboot_strategy"]), results=results)
+    plan = dict(summarize(entries, results, module.params["reboot_strategy"]), results=results,
+                machine_id=machine_id("/"))
     checks(module, plan)
     if not module.params["publish"]:
         module.exit_json(changed=False, plan=plan)
-    module.exit_json(changed=False, ansible_facts={"infertune_plan": plan, "infertune_hw": collect("/")})
+    module.exit_json(changed=False, ansible_facts={"infertune_plan": plan})
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ options:
     type: path
     default: /opt/sglang/venv
   backend:
-    description: The C(--moe-runner-backend) to judge. Without it only versions, choices and O(argv) are checked.
+    description: The C(--moe-runner-backend) to judge. Without it, only the versions and (with O(argv)) the command line.
     type: str
   quantization:
     description:

@@ -455,8 +455,8 @@ def check_argv(run, venv, argv, lists, sglang_dir):
 
 def judge_host(run, host, venv="/opt/sglang/venv", backend=None, quantization=None, gpus=(), matrix=(),
                kernels=None, allreduce_fusion=False, argv=None):
-    """What moe_backend_support returns: versions, choices, the verdict with its findings and
-    reason when backend is given, the command line check when argv is given."""
+    """What moe_backend_support returns: the installed versions; the choices and the verdict
+    with its findings and reason when backend is given; the command line check when argv is."""
     sites = site_dirs(venv)
     sglang_version = dist_version(sites, "sglang")
     sglang_dir = package_dir(sites, "sglang") if sglang_version else None
@@ -465,7 +465,8 @@ def judge_host(run, host, venv="/opt/sglang/venv", backend=None, quantization=No
     result = dict(sglang_version=sglang_version, flashinfer_version=flashinfer_version,
                   moe_runner_backends=None, verdict=None, findings=[], sources=[])
     lists = None
-    if sglang_dir is not None:
+    # The versions alone are cheap; the choice lists and the rules are read when judged.
+    if sglang_dir is not None and (backend or argv is not None):
         try:
             result["choices_source"], lists = choice_lists(sglang_dir)
         except (OSError, SyntaxError, ImportError) as exc:

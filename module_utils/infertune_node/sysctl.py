@@ -26,7 +26,7 @@ def apply_sysctl(root, name, value, path, gate):
         gate.write_file(target, content)
     runtime = running != value
     if runtime:
-        gate.write_sysfs(sysfs.path(root, proc_path(name)), value)
+        gate.write_sysfs(sysfs.path(root, proc_path(name)), value + "\n")
     after = value if gate.check_mode else sysfs.read(root, proc_path(name))
     if after != value:
         raise TuningError("%s reads %s after writing %s" % (name, after, value))

@@ -1,7 +1,7 @@
 """The backend A/B on the lab: it runs up to the point where sglang would start, skips the
-backend the support check rejects, computes the decode floor from the model's headers on
-the host, and leaves the sglang files and service state as it found them, also when a
-backend fails to start."""
+backend the support check calls unsupported, runs the one FlashInfer only leaves undeclared,
+computes the decode floor from the model's headers on the host, and leaves the sglang files
+and service state as it found them, also when a backend fails to start."""
 import json
 import subprocess
 
@@ -17,7 +17,7 @@ HOSTS = ["lab-gpu-01", "lab-gpu-02"]
 MODEL_HOST = HOSTS[0]  # only this one gets a model directory
 SGLANG_FILES = "/etc/sglang/sglang.env /etc/sglang/secrets.env /usr/local/sbin/sglang-launch " \
                "/etc/systemd/system/sglang.service"
-BACKENDS = ["flashinfer_cutlass", "flashinfer_cutedsl", "triton"]
+BACKENDS = ["flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cutedsl", "triton"]
 
 
 def sglang_state(host):
@@ -48,16 +48,18 @@ def test_ab_renders_each_backend_and_restores_the_configuration(deployed, tmp_pa
     before = {h: sglang_state(h) for h in HOSTS}
     rc, out = benchmark(tmp_path)
     assert rc == 0, out[-6000:]
-    # triton was rendered into the launch script (the diff), then the original came back.
-    assert "-  flashinfer_cutlass\n+  triton" in out
+    # cutedsl, then triton were rendered into the launch script (the diffs), then the original came back.
+    assert "-  flashinfer_cutlass\n+  flashinfer_cutedsl" in out and "-  flashinfer_cutedsl\n+  triton" in out
     assert {h: sglang_state(h) for h in HOSTS} == before
     for host in HOSTS:
         plan = json.loads((tmp_path / "benchmark" / host / "plan.json").read_text())
         outcome = {b["backend"]: b for b in plan["backends"]}
         assert [b["backend"] for b in plan["backends"]] == BACKENDS
-        assert outcome["flashinfer_cutedsl"]["status"] == "skipped"
-        assert "flashinfer_cutedsl is unsupported" in outcome["flashinfer_cutedsl"]["reason"]
-        assert outcome["triton"]["status"] == outcome["flashinfer_cutlass"]["status"] == "not_started"
+        assert outcome["flashinfer_trtllm"]["status"] == "skipped"
+        assert "flashinfer_trtllm is unsupported" in outcome["flashinfer_trtllm"]["reason"]
+        # Undeclared by FlashInfer, not refused by sglang: the A/B runs it, as the seeds did.
+        assert outcome["flashinfer_cutedsl"]["verdict"] == "undeclared"
+        assert {outcome[b]["status"] for b in ("flashinfer_cutlass", "flashinfer_cutedsl", "triton")} == {"not_started"}
         assert "No backend was measured." in (tmp_path / "benchmark" / host / "summary.md").read_text()
 
 
@@ -70,7 +72,8 @@ def test_decode_floor_from_the_headers_on_the_host(deployed, tmp_path):
     assert report["roofline"]["gpu_key"] == "rtx-pro-6000-server"  # picked by the name nvidia-smi gives
     assert not (tmp_path / "hosts" / f"{HOSTS[1]}.json").exists()
     # The callback folds long messages: compare with the whitespace collapsed.
-    assert f"host {HOSTS[1]}: no decode floor: cannot size the model in /models/GLM-5-NVFP4" in " ".join(out.split())
+    assert (f"no decode floor: host {HOSTS[1]}: model weights in /models/GLM-5-NVFP4 not ready"
+            in " ".join(out.split())), out[-3000:]
 
 
 def test_a_backend_that_fails_to_start_still_restores_everything(deployed, tmp_path):

@@ -6,6 +6,7 @@ The tests run in file order on one fleet converged by the fixture.
 """
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -122,3 +123,17 @@ def test_an_unprivileged_user_with_become_converges_a_host(hosts):
     assert "infertune" in on_host(host, "journalctl -q --no-pager -t sudo | tail -n 20")
     rc, out = playbook("site.yml", *args)
     assert rc == 0 and recap(out)[host]["changed"] == 0, out[-4000:]
+
+
+def test_the_control_node_is_refused_before_anything_runs(tmp_path):
+    own = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=True).stdout.split()[0]
+    inventory = tmp_path / "self.yml"
+    inventory.write_text("gpu_nodes:\n  hosts:\n    by-connection:\n      ansible_connection: local\n"
+                         f"    by-address:\n      ansible_host: {own}\n"
+                         "    by-loopback:\n      ansible_host: 127.0.0.1\n")
+    rc, out = playbook("site.yml", "-i", str(inventory))
+    assert rc != 0
+    for host, why in (("by-connection", "connection local"), ("by-address", f"({own}) belongs to the control node"),
+                      ("by-loopback", "is loopback")):
+        assert f"host {host}: is the control node (" in out and why in out, out[-4000:]
+    assert "TASK [infertune : Read every knob" not in out

@@ -1,6 +1,7 @@
 """GPU facts and gate: real nvidia-smi/NVML output captured on an H200, and 8x RTX PRO 6000 (SM120) output."""
 import importlib.util
 import json
+import hashlib
 import os
 import stat
 from types import SimpleNamespace
@@ -311,3 +312,20 @@ def test_module_gates_on_derived_floor_and_persistence(fake_smi, tmp_path, capsy
     assert result["msg"].startswith("host node1 does not match the GPU profile: GPU 0 (NVIDIA RTX PRO 6000 Blackwell "
                                     "Server Edition, bus 00000000:18:00.0): persistence mode off")
     assert len(result["problems"]) == 8 and all("persistence mode off" in p for p in result["problems"])
+
+
+def test_the_plan_gates_the_gpus_and_fingerprints_in_its_one_read(fake_smi, tmp_path, capsys):
+    """infertune_plan runs the same gate as gpu_facts and never fails for it: the plan says."""
+    fake_smi(H200_CSV)
+    unit_file = tmp_path / "sglang.service"
+    unit_file.write_text("[Unit]\n")
+    rc, result = run_module("infertune_plan", {
+        "knobs": [], "gpu_gate": dict(source="nvidia_smi", **SEED_PROFILE), "publish": False,
+        "fingerprint": {"files": [str(unit_file), str(tmp_path / "absent")], "units": []}}, capsys)
+    assert rc == 0 and result["changed"] is False
+    plan = result["plan"]
+    assert plan["pending"] == [] and not plan["reboot"] and not plan["drain"]
+    assert plan["gpus"]["problems"][0] == "fewer GPUs than expected: found 1, expected 8"
+    assert plan["fingerprint"]["files"] == {str(unit_file): {"sha1": hashlib.sha1(b"[Unit]\n").hexdigest(),
+                                                             "mode": "0644"},
+                                            str(tmp_path / "absent"): None}

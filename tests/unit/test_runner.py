@@ -170,9 +170,10 @@ def test_progress_on_a_terminal_redraws_one_line():
 
 def test_options_pass_check_diff_vault_and_extra_vars_through():
     inv = runner.Invocation(FIXTURE, "site.yml", inventories=["/inv"], limit="node-a", check=True, diff=True,
-                            extra_vars=["@/tmp/x/extra-vars-0.yml", "@/vars.yml"], vault_password_file="/pw")
+                            extra_vars=["@/tmp/x/extra-vars-0.yml", "@/vars.yml"], vault_password_file="/pw",
+                            verbosity=3)
     assert inv.options() == ["-e", "@/tmp/x/extra-vars-0.yml", "-e", "@/vars.yml", "--vault-password-file", "/pw",
-                             "--check", "--diff"]
+                             "--check", "--diff", "-vvv"]
     assert inv.selection() == ["-i", "/inv", "--limit", "node-a"]
 
 

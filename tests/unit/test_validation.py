@@ -314,13 +314,15 @@ PLAYBOOK = """
 """
 
 
-def run_playbook(tmp_path, *extra):
+def run_playbook(tmp_path, *extra, allow_control_node=True):
+    """The plugin on a local connection: the control node, allowed unless asked otherwise."""
     playbook = tmp_path / "plan.yml"
     playbook.write_text(textwrap.dedent(PLAYBOOK))
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="default",
                ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    allow = ["-e", "infertune_allow_control_node=true"] if allow_control_node else []
     return subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "gpu-07,", "-c", "local",
-                           str(playbook)] + list(extra),
+                           str(playbook)] + allow + list(extra),
                           capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
 
 
@@ -343,6 +345,14 @@ def test_action_plugin_reports_one_line_per_problem(tmp_path):
     assert ("host gpu-07: pcie_max_read_requst: no role declares this variable; did you mean pcie_max_read_request?"
             in output)
     assert "argument_spec" not in output
+
+
+def test_action_plugin_refuses_the_control_node(tmp_path):
+    result = run_playbook(tmp_path, allow_control_node=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "Traceback" not in output
+    assert ("host gpu-07: is the control node (it is reached with connection local, on the control node itself);"
+            " set infertune_allow_control_node: true to tune it") in output
 
 
 def test_action_plugin_roles_option_and_bad_template(tmp_path):
