@@ -67,7 +67,9 @@ def run(hosts, playbook_file="site.yml", *args):
     phases = {}
     for play in result["plays"]:
         phase = PHASES.get(play["play"]["name"], play["play"]["name"])
-        phases[phase] = round(phases.get(phase, 0) + seconds_between(play["play"]["duration"]), 1)
+        # A play that matched no host (no host pending) has no end: it cost nothing.
+        seconds_in_play = seconds_between(play["play"]["duration"]) if "end" in play["play"]["duration"] else 0
+        phases[phase] = round(phases.get(phase, 0) + seconds_in_play, 1)
     stats = result["stats"]
     if len(stats) != hosts:
         raise SystemExit(f"the run's stats list {len(stats)} hosts, expected {hosts}")
