@@ -30,7 +30,7 @@ class Host:
 
     @property
     def ip(self):
-        return f"{network.PREFIX}.{FIRST_OCTET - 1 + self.index}"
+        return f"{network.prefix()}.{FIRST_OCTET - 1 + self.index}"
 
     @property
     def mac(self):

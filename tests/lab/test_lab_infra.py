@@ -67,8 +67,9 @@ def test_down_leaves_no_containers_network_or_firewall_rules(lab):
         assert down.returncode == 0, down.stderr
         assert podman("ps", "-a", "-q", "--filter", "label=infertune-lab.host").stdout.strip() == ""
         assert podman("network", "exists", "infertune-lab").returncode != 0
+        prefix = json.loads((REPO / "lab" / ".state" / "network.json").read_text())["prefix"]
         rules = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
-        assert "10.77.213." not in rules
+        assert prefix + "." not in rules
         image = json.loads((REPO / "lab" / ".state" / "image.json").read_text())["tag"]
         assert podman("image", "exists", image).returncode == 0, "down must keep the image cache"
     finally:

@@ -4,11 +4,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "lab"))
-from infra import hosts, inventory, paths, podman, ssh, users  # noqa: E402
+from infra import hosts, inventory, network, paths, podman, ssh, users  # noqa: E402
 
 LAB = [hosts.Host(1, "seed-epyc-rtxpro6000"), hosts.Host(2, "xeon-h100")]
+
+
+@pytest.fixture(autouse=True)
+def default_subnet(tmp_path, monkeypatch):
+    """Addresses from the first candidate subnet, whatever a running lab on this machine chose."""
+    monkeypatch.setattr(network, "STATE", tmp_path / "no-network.json")
+
+
 IMAGE = {"kernel_package": "linux-image-6.12.95+deb12-amd64", "kernel_release": "6.12.95+deb12-amd64"}
 
 
