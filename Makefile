@@ -39,7 +39,7 @@ unit: setup
 	$(BIN)/pytest -q tests/unit
 
 lab-test: lab-up
-	$(BIN)/pytest -q -m lab tests/lab
+	$(BIN)/pytest -q -m lab --durations=15 tests/lab
 
 # Every test: lint, unit tests, then the lab tests (lab up, site.yml, checks).
 test: lint unit lab-test

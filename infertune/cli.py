@@ -1,7 +1,8 @@
 """infertune rollout | verify: run site.yml or playbooks/verify.yml for scripts and CI.
 
 Live progress on stderr, a per-host table on stdout, optionally a JSON summary; the exit
-status is non-zero when any host failed or was unreachable, or ansible itself failed.
+status is non-zero when any host failed, was unreachable or was left out by a rollout that
+stopped, or ansible itself failed.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ PLAYBOOKS = {
     "rollout": ("site.yml", "converge the hosts with site.yml (tuning, reboots, sglang)"),
     "verify": ("playbooks/verify.yml", "check the hosts without changing them (playbooks/verify.yml)"),
 }
-COLUMNS = (("host", "HOST"), ("result", "RESULT"), ("reboots", "REBOOTS"),
-           ("knobs_changed", "KNOBS CHANGED"), ("failure_reason", "FAILURE REASON"))
+COLUMNS = (("host", "HOST"), ("result", "RESULT"), ("stage", "STAGE"), ("drained", "DRAINED"),
+           ("reboots", "REBOOTS"), ("knobs_changed", "KNOBS CHANGED"), ("failure_reason", "FAILURE REASON"))
 OUTPUT_TAIL_LINES = 40
 
 
@@ -49,7 +50,8 @@ def parse_args(argv):
 
 def table(rows) -> str:
     cells = [[title for _, title in COLUMNS]]
-    cells += [[str(row[key]) for key, _ in COLUMNS] for row in rows]
+    cells += [[("yes" if row[key] else "no") if isinstance(row[key], bool) else str(row[key]) for key, _ in COLUMNS]
+              for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
 

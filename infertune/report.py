@@ -24,10 +24,11 @@ from pathlib import Path
 import yaml
 
 CATALOG = Path(__file__).resolve().parents[1] / "roles" / "infertune" / "vars" / "main.yml"
-# Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, and the
-# MoE backend's verdict when the plan judged it (the reason says which fallback, if any).
+# Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
+# fabric gates with the AER counters, and the MoE backend's verdict when the plan judged it
+# (the reason says which fallback, if any).
 EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")),
-         ("backend", "MoE backend", ()))
+         ("fabric", "PCIe fabric", ("pcie_links", "pcie_bar1")), ("backend", "MoE backend", ()))
 
 
 def knobs(catalog=CATALOG):
@@ -170,7 +171,40 @@ def decode(fragment):
     return out
 
 
-def build(fragments, verified, hosts=None):
+def record_label(fragment, stale=False):
+    """When the host's tuning record was written and whether it applied anything: a record
+    of a --check run, or of a run that applied nothing to the host, never reads as tuned."""
+    if not fragment.get("written"):
+        return "no tuning record"
+    if fragment.get("check_mode"):
+        text = f"checked {fragment['written']} under --check, nothing applied"
+    elif any(isinstance(r, dict) and r.get("applied") for r in (fragment.get("results") or {}).values()):
+        text = f"tuned {fragment['written']}"
+    else:
+        text = f"planned {fragment['written']}, nothing applied"
+    return text + (" (an earlier run)" if stale else "")
+
+
+def why(result, failing_labels, entry):
+    """Why a host did not pass: the knobs that are off, or how far this run took it and why it
+    stopped there. entry is the run's record of the host (None without one)."""
+    if result == "pass":
+        return ""
+    if result == "fail":
+        return "knobs off: " + ", ".join(failing_labels)
+    rollout = (entry or {}).get("rollout")
+    if not rollout:
+        return "no verification result"
+    if rollout.get("failure"):
+        return f"failed in stage {rollout['stage']}: {str(rollout['failure']).strip().splitlines()[0]}"
+    if entry.get("verify"):
+        return "verification returned no result for it"
+    return f"failed or unreachable in stage {rollout['stage']} (the run's output names the task)"
+
+
+def build(fragments, verified, hosts=None, run=None):
+    """run: this run's record per host ({verify, results, check_mode, rollout}), when there is one."""
+    run = run or {}
     catalog = knob_catalog(verified)
     names = sorted(hosts or set(fragments) | set(verified))
     report = {"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -193,10 +227,17 @@ def build(fragments, verified, hosts=None):
                           if result is not None else None,
             }
         failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]
+        result = "not verified" if not checks else ("fail" if failing else "pass")
+        entry = run.get(host)
+        rollout = (entry or {}).get("rollout")
         report["hosts"][host] = {
-            "result": "not verified" if not checks else ("fail" if failing else "pass"),
+            "result": result,
+            "reason": why(result, [rows[k]["label"] for k in failing], entry),
+            # How far this run took the host: stage reached, drained, rebooted.
+            "rollout": {k: rollout[k] for k in ("stage", "drained", "rebooted") if k in rollout} if rollout else None,
             "failing": failing,
             "tuned_at": fragments.get(host, {}).get("written"),
+            "record": record_label(fragments.get(host, {}), stale=entry is not None and entry.get("results") is None),
             "check_mode": fragments.get(host, {}).get("check_mode"),
             "knobs": rows,
             "decode": decode(fragments.get(host, {})),
@@ -219,6 +260,15 @@ def named(host, label, check):
     return detail if detail.startswith(host + ": ") else f"{host}: {label}: {detail}"
 
 
+def attention(entry, knobs):
+    """The knobs that are off, or 'not verified: failed in stage drain: ...; drained'."""
+    if entry["failing"]:
+        return ", ".join(knobs[k] for k in entry["failing"])
+    rollout = entry.get("rollout") or {}
+    done = [word for word in ("drained", "rebooted") if rollout.get(word)]
+    return "; ".join([f"{entry['result']}: {entry['reason']}"] + ([" and ".join(done)] if done else []))
+
+
 def markdown(report):
     hosts, knobs = report["hosts"], report["knobs"]
     summary = report["summary"]
@@ -229,8 +279,7 @@ def markdown(report):
     ]
     failing = [h for h, e in hosts.items() if e["result"] != "pass"]
     if failing:
-        lines += ["Needs attention: " + "; ".join(
-            f"**{h}** ({', '.join(knobs[k] for k in hosts[h]['failing']) or hosts[h]['result']})" for h in failing), ""]
+        lines += ["Needs attention: " + "; ".join(f"**{h}** ({attention(hosts[h], knobs)})" for h in failing), ""]
     lines += ["✅ verified, ❌ off, ⚠️ check broke, – not applicable here, · not checked; "
               "↻ changed by the last tuning run.", "",
               "| host | result | " + " | ".join(knobs.values()) + " |",
@@ -255,8 +304,7 @@ def markdown(report):
             lines.append(f"| {host} | {d.get('model', '—')} | {floor} | {d.get('backend', '—')} | {ms} | {share} |")
     lines += ["", "## Per host: before → after, verification", ""]
     for host, entry in hosts.items():
-        tuned = f", tuned {entry['tuned_at']}" if entry["tuned_at"] else ", no tuning record"
-        lines += [f"<details><summary>{host}: {entry['result']}{tuned}</summary>", "",
+        lines += [f"<details><summary>{host}: {entry['result']}, {entry['record']}</summary>", "",
                   "| knob | before → after | verification |", "| --- | --- | --- |"]
         for knob in entry["knobs"].values():
             changes = knob["tuning"]["change"] if knob["tuning"] else "—"
@@ -275,16 +323,33 @@ def record(directory, run):
             continue
         path = directory / f"{host}.json"
         fragment = json.loads(path.read_text()) if path.exists() else {}
+        results = with_aer_trend((fragment.get("results") or {}).get("fabric"), entry["results"])
         fragment.update(host=host, written=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        check_mode=bool(entry.get("check_mode")), results=entry["results"])
+                        check_mode=bool(entry.get("check_mode")), results=results)
         _write_json(path, fragment)
 
 
-def write(directory, hosts=None):
-    """fleet.json and fleet.md from the fragments and the JUnit XML; returns a summary line."""
+def with_aer_trend(previous, results):
+    """results with a warning in front of the PCIe fabric row when an AER counter rose since the
+    host's previous record (a link that keeps correcting errors is failing); never a failure."""
+    fabric = results.get("fabric")
+    if not isinstance(fabric, dict) or not isinstance(previous, dict):
+        return results
+    old, new = previous.get("aer") or {}, fabric.get("aer") or {}
+    rising = [f"{bdf} {kind} {old[bdf][kind]} → {count}" for bdf, counters in sorted(new.items())
+              for kind, count in sorted(counters.items()) if count > (old.get(bdf) or {}).get(kind, count)]
+    if not rising:
+        return results
+    warning = f"warning: AER counters rose: {', '.join(rising)}; {fabric.get('after', '')}"
+    return dict(results, fabric=dict(fabric, aer_rising=rising, after=warning))
+
+
+def write(directory, hosts=None, run=None):
+    """fleet.json and fleet.md from the fragments and the JUnit XML (and this run's record of
+    each host, when there is one); returns a summary line."""
     directory = Path(directory)
     verified = read_junit(sorted((directory / "verify").glob("*.xml")))
-    report = build(read_fragments(directory / "hosts"), verified, hosts)
+    report = build(read_fragments(directory / "hosts"), verified, hosts, run)
     (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     (directory / "fleet.md").write_text(markdown(report))
     summary = report["summary"]

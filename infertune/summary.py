@@ -12,7 +12,16 @@ from dataclasses import dataclass
 # package through apt. Library modules resolve to their bare name, others to their FQCN.
 KNOB_ACTIONS = frozenset({"knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
-BAD_RESULTS = ("failed", "unreachable")
+# "stopped": the plan sent the host into the rollout, which ended before its batch.
+BAD_RESULTS = ("failed", "unreachable", "stopped")
+# Facts the playbooks set that the summary reads from set_fact and group_by results: the
+# stage a host reached (the rollout's stages in order; "plan" until the first), the result
+# contract (a drain applied), the rollout's mark of a converged host, the plan's groups.
+STAGES = ("plan", "boot config", "drain", "reboot", "runtime", "sglang", "verify")
+STAGE_FACT = "infertune_reached"
+RESULTS_FACT = "infertune_results"
+CONVERGED_FACT = "rollout_converged"
+PENDING_GROUP = "infertune_pending"
 
 
 def _action(data: dict) -> str:
@@ -43,6 +52,11 @@ class HostSummary:
     reboots: int = 0
     knobs_changed: int = 0
     reason: str = ""
+    stage: str = ""
+    drained: bool = False
+    pending: bool = False  # the plan sent it into the rollout
+    converged: bool = False  # the rollout marked it converged
+    ended: bool = False  # the recap came
 
     @property
     def result(self) -> str:
@@ -52,15 +66,23 @@ class HostSummary:
             return "failed"
         if not self.seen:
             return "not run"
+        if self.ended and self.pending and not self.converged:
+            return "stopped"
         return "changed" if self.changed else "ok"
 
     def as_dict(self) -> dict:
+        bad = self.result in BAD_RESULTS
+        reason = self.reason
+        if self.result == "stopped":
+            reason = "the rollout stopped before this host's batch"
         return {
             "host": self.host,
             "result": self.result,
+            "stage": (self.stage or STAGES[0]) if self.seen else "",
+            "drained": self.drained,
             "reboots": self.reboots,
             "knobs_changed": self.knobs_changed,
-            "failure_reason": self.reason if self.result in BAD_RESULTS else "",
+            "failure_reason": reason if bad else "",
         }
 
 
@@ -117,6 +139,8 @@ class RunSummary:
         host.seen = True
         self._batch_hosts.add(host.host)
         res = data.get("res") or {}
+        if outcome == "ok":
+            self._progress(host, res)
         if outcome == "ok" and res.get("changed"):
             host.changed = True
             action = _action(data)
@@ -134,6 +158,20 @@ class RunSummary:
         if host.result in BAD_RESULTS:
             self._finished.add(host.host)
 
+    @staticmethod
+    def _progress(host: HostSummary, res: dict) -> None:
+        facts = res.get("ansible_facts") or {}
+        if facts.get(STAGE_FACT) in STAGES:
+            host.stage = facts[STAGE_FACT]
+        results = facts.get(RESULTS_FACT)
+        drain = results.get("drain") if isinstance(results, dict) else None
+        if isinstance(drain, dict) and drain.get("changed") and drain.get("applied"):
+            host.drained = True  # a --check run publishes applied: false
+        if facts.get(CONVERGED_FACT):
+            host.converged = True
+        if res.get("add_group") == PENDING_GROUP:
+            host.pending = True
+
     def _stats(self, data: dict) -> None:
         # The recap is authoritative: a failure later rescued by a block is not a failure.
         for name in set().union(*(data.get(k) or {} for k in ("processed", "ok", "failures", "dark"))):
@@ -142,6 +180,7 @@ class RunSummary:
             host.failed = bool((data.get("failures") or {}).get(name))
             host.unreachable = bool((data.get("dark") or {}).get(name))
             host.changed = bool((data.get("changed") or {}).get(name))
+            host.ended = True
             self._finished.add(name)
         self.task = "recap"
 
@@ -163,7 +202,7 @@ class RunSummary:
     def totals(self) -> dict:
         rows = self.hosts()
         totals = {"hosts": len(rows)}
-        for result in ("ok", "changed", "failed", "unreachable", "not run"):
+        for result in ("ok", "changed", "failed", "unreachable", "stopped", "not run"):
             totals[result.replace(" ", "_")] = sum(r["result"] == result for r in rows)
         totals["reboots"] = sum(r["reboots"] for r in rows)
         totals["knobs_changed"] = sum(r["knobs_changed"] for r in rows)

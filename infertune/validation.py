@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -194,6 +195,9 @@ _CMDLINE_VALUE = r"[A-Za-z0-9_.,:/+=@-]*"
 _CMDLINE_QUOTED = r'"[A-Za-z0-9_.,:/+=@ -]*"'
 _CMDLINE_PARAM = re.compile(r"(%s)(=(%s|%s))?" % (_CMDLINE_KEY, _CMDLINE_VALUE, _CMDLINE_QUOTED))
 PROTECTED_CMDLINE_KEYS = ("root", "boot", "init", "ro", "rw")
+# Keys the pcie role puts on the command line (module_utils/infertune_node/pcie_fabric.py).
+IOMMU_CMDLINE_KEYS = ("iommu", "amd_iommu", "intel_iommu", "iommu.passthrough")
+LINK_PM_CMDLINE_KEYS = ("pcie_aspm", "pcie_port_pm")
 
 
 def _cmdline_key(token):
@@ -398,6 +402,40 @@ def count_or_percent():
     return Rule(doc, check)
 
 
+def hook_command():
+    """A hook's argv: run without a shell, so only the program needs vetting."""
+    doc = "empty, or argv: the program as an absolute path, then its arguments (no shell)"
+
+    def check(value, emit):
+        if not isinstance(value, (list, tuple)) or not value or not isinstance(value[0], str):
+            return
+        if not value[0].startswith("/") or "/../" in value[0] + "/":
+            emit("must start with the program as an absolute path (it runs without a shell)", "[0]", value[0])
+    return Rule(doc, check)
+
+
+def http_url():
+    """An http(s) URL the control node calls; credentials in it would be logged."""
+    doc = "empty, or an http:// or https:// URL without user:password@"
+
+    def check(value, emit):
+        if not isinstance(value, str) or value == "":
+            return
+        try:
+            parts = urlsplit(value)
+            port = parts.port
+        except ValueError:
+            parts, port = None, None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+            emit("must be an http:// or https:// URL with a host")
+        elif "@" in parts.netloc:
+            emit("must not carry credentials (the URL is logged)", "",
+                 parts._replace(netloc=HIDDEN + "@" + parts.netloc.rsplit("@", 1)[1]).geturl())
+        elif any(c.isspace() for c in value) or len(value) > 2048:
+            emit("must have no whitespace and at most 2048 characters")
+    return Rule(doc, check)
+
+
 _IDENT = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _HEX4 = pattern(r"0x[0-9a-fA-F]{4}", "hex, 0x and 4 digits")
 _SECONDS_DAY = 86400
@@ -433,6 +471,8 @@ RULES = {
     # sglang
     "sglang_model_path": [model_path()],
     "sglang_served_model_name": [unit_text()],
+    "sglang_weights_manifest": [pattern(r"(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_./-]*", "a relative path [A-Za-z0-9_./-], no ..",
+                                        allow_empty=True)],
     "sglang_tp": [number_range(1, 1024)],
     "sglang_ep": [number_range(1, 1024)],
     "sglang_moe_runner_backend": [pattern(_IDENT, "a name [A-Za-z0-9_.-]")],
@@ -445,10 +485,15 @@ RULES = {
     "sglang_host": [host_address()],
     "sglang_port": [number_range(1, 65_535)],
     "sglang_extra_args": [each(no_secret_flags(), no_secret_flags().doc)],
+    "sglang_nccl_environment": [environment()],
     "sglang_environment": [environment()],
     "sglang_secret_environment": [environment()],
     "sglang_health_timeout": [number_range(10, 7 * _SECONDS_DAY, " s")],
     "sglang_drain_timeout": [number_range(0, _SECONDS_DAY, " s")],
+    "sglang_before_drain_command": [hook_command()],
+    "sglang_before_drain_url": [http_url()],
+    "sglang_after_serve_command": [hook_command()],
+    "sglang_after_serve_url": [http_url()],
     # benchmark
     "benchmark_backends": [non_empty(), each(pattern(_IDENT, "a name [A-Za-z0-9_.-]"))],
     "benchmark_batch_sizes": [non_empty(), each(number_range(1, 4096))],
@@ -507,11 +552,24 @@ def _cross_checks(values, add):
                 if _cmdline_key(token) in seen:
                     add("kernel_cmdline_remove", "removes a key that kernel_cmdline_params sets",
                         "kernel_cmdline_remove[%d]" % index, token)
-    env, secret = values.get("sglang_environment"), values.get("sglang_secret_environment")
-    if isinstance(env, Mapping) and isinstance(secret, Mapping):
-        for name in env:
-            if name in secret:
-                add("sglang_environment", "also set in sglang_secret_environment", "sglang_environment", name)
+        # The fabric's parameters come from the pcie role; the same key twice would fight over the value.
+        fabric = {}
+        if values.get("pcie_iommu_mode") in ("passthrough", "off"):
+            fabric.update(dict.fromkeys(IOMMU_CMDLINE_KEYS, "pcie_iommu_mode"))
+        if values.get("pcie_link_pm_off") is True:
+            fabric.update(dict.fromkeys(LINK_PM_CMDLINE_KEYS, "pcie_link_pm_off"))
+        for variable, tokens in (("kernel_cmdline_params", params), ("kernel_cmdline_remove", remove)):
+            for index, token in enumerate(tokens if _all_str(tokens) else []):
+                if _cmdline_key(token) in fabric:
+                    add(variable, "%s comes from %s (role pcie); do not list it here"
+                        % (token.split("=", 1)[0], fabric[_cmdline_key(token)]), "%s[%d]" % (variable, index), token)
+    secret = values.get("sglang_secret_environment")
+    for variable in ("sglang_nccl_environment", "sglang_environment"):
+        env = values.get(variable)
+        if isinstance(env, Mapping) and isinstance(secret, Mapping):
+            for name in env:
+                if name in secret:
+                    add(variable, "also set in sglang_secret_environment", variable, name)
     batches = values.get("rollout_batches")
     if isinstance(batches, (list, tuple)) and values.get("rollout_allow_single_batch") is not True:
         for index, item in enumerate(batches):

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import report
+from . import report, targets
 
 PROJECT = Path(__file__).resolve().parents[1]
 # pytest: 0 all passed, 1 some failed (a knob is off: reported), 5 nothing selected.
@@ -31,10 +31,17 @@ def pytest_argv(hosts, junit, tests):
     return argv
 
 
+def inventory(connections):
+    """`ansible-inventory --list` output for the hosts to verify: their connection variables."""
+    return {"_meta": {"hostvars": connections}, "all": {"children": ["ungrouped", "gpu_nodes"]},
+            "ungrouped": {"hosts": []}, "gpu_nodes": {"hosts": sorted(connections)}}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m infertune.verify", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
     parser.add_argument("--tests", default="", help="comma-separated verification tests (default: all)")
+    parser.add_argument("--fleet", default="", help="comma-separated inventory hosts (sglang-targets.json keeps these)")
     args = parser.parse_args(argv)
     run = json.load(sys.stdin)
     directory = Path(args.dir)
@@ -46,6 +53,12 @@ def main(argv=None):
         expected = verify_dir / "expected.json"
         expected.write_text(json.dumps({h: run[h]["expected"] for h in hosts}))
         env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected))
+        connections = {h: run[h].get("connection") for h in hosts}
+        if all(c is not None for c in connections.values()):
+            # The run's own view of how to reach each host: testinfra skips ansible-inventory.
+            known = verify_dir / "inventory.json"
+            known.write_text(json.dumps(inventory(connections)))
+            env["INFERTUNE_VERIFY_INVENTORY"] = str(known)
         tests = [t for t in args.tests.split(",") if t]
         proc = subprocess.run(pytest_argv(hosts, verify_dir / "fleet.xml", tests), env=env, cwd=PROJECT,
                               capture_output=True, text=True, check=False)
@@ -54,7 +67,8 @@ def main(argv=None):
                   file=sys.stderr)
             return 2
     report.record(directory / "hosts", run)
-    print(report.write(directory, list(run)))
+    targets.write(directory, run, [h for h in args.fleet.split(",") if h] or list(run))
+    print(report.write(directory, list(run), run))
     return 0
 
 

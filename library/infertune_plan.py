@@ -8,8 +8,9 @@ description:
   - Runs each catalog entry's apply function in check mode (the same code M(knob) applies) and
     returns, per knob, the result contract, then what the host needs as a whole - the pending
     knobs, whether it must reboot and why, whether it must be drained first.
-  - In the same call, when asked, the GPU gate (as M(gpu_facts)) and the MoE backend check and
-    command line check (as M(moe_backend_support), judged on the GPUs the gate read).
+  - In the same call, when asked, the GPU gate (as M(gpu_facts)), the PCIe fabric gates (as
+    M(pcie_fabric)) and the MoE backend check and command line check (as M(moe_backend_support),
+    judged on the GPUs the gate read).
   - Never changes the host, in or out of check mode, so a converged fleet costs one round
     trip per host.
 options:
@@ -34,10 +35,20 @@ options:
     description: Options of M(gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
       require_persistence, gpu_table); the result, problems included, is returned as C(gpus).
     type: dict
+  fabric:
+    description: Options of M(pcie_fabric) (vendor, classes, gates, nvidia_smi) - read-only gates on the
+      PCIe links, BAR1 and P2P of the GPUs; the result (C(failures), one per device naming the fix, and
+      the AER counters in C(aer)) is returned as C(fabric), never as a module failure.
+    type: dict
   backend:
     description: Options of M(moe_backend_support) (venv, backend, quantization, gpus, matrix, kernels,
       allreduce_fusion, argv), returned as C(backend); without C(gpus), judged on the gate's GPUs.
       With C(venv) alone, the installed sglang and FlashInfer versions only.
+    type: dict
+  weights:
+    description: C(path) of a model directory and optionally C(manifest), checked as M(model_weights)
+      does (config.json, every shard present and as long as its header says, the sha256 manifest);
+      the result, C(problems) included, is returned as C(weights). A hub id is not checked.
     type: dict
   fingerprint:
     description: C(files) (paths) and C(units) to describe without changing them - each file's sha1
@@ -62,7 +73,8 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: C(infertune_plan) (C(results) per knob, C(pending), C(failed), C(reboot),
-    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(backend) and C(fingerprint) when asked).
+    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(fabric), C(backend), C(weights) and
+    C(fingerprint) when asked).
   returned: when publish is true
   type: dict
 plan:
@@ -75,11 +87,14 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_node.files import fingerprints
+from ansible.module_utils.infertune_node.gate import TuningError
 from ansible.module_utils.infertune_node.gpu_gate import gate
 from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
 from ansible.module_utils.infertune_node.identity import machine_id
 from ansible.module_utils.infertune_node.knobs import predict, summarize
+from ansible.module_utils.infertune_node.model_weights import check as check_weights
 from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible.module_utils.infertune_node.pcie_fabric import check as check_fabric
 from ansible.module_utils.infertune_node.systemd import unit_states
 
 
@@ -102,6 +117,15 @@ def checks(module, plan):
             plan["gpus"] = gate(runner(module), **module.params["gpu_gate"])
         except (GpuQueryError, TypeError) as exc:
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
+    fabric = module.params["fabric"]
+    if fabric is not None:
+        try:
+            plan["fabric"] = check_fabric("/", fabric.get("vendor", "0x10de"),
+                                          fabric.get("classes", ["0x0300", "0x0302"]),
+                                          fabric.get("gates", ["width", "speed", "bar1"]),
+                                          fabric.get("nvidia_smi", "nvidia-smi"), runner(module))
+        except (TuningError, TypeError) as exc:
+            plan["fabric"] = {"failures": [str(exc)], "aer": {}}
     if module.params["backend"] is not None:
         options = dict(module.params["backend"])
         if options.get("backend") and "gpus" not in options:
@@ -110,6 +134,9 @@ def checks(module, plan):
             plan["backend"] = judge_host(module.run_command, host, **options)
         except (ReadError, TypeError) as exc:
             plan["backend"] = {"sglang_version": None, "error": str(exc)}
+    weights = module.params["weights"]
+    if weights is not None:
+        plan["weights"] = check_weights(weights["path"], weights.get("manifest") or None)
     wanted = module.params["fingerprint"]
     if wanted is not None:
         plan["fingerprint"] = {"files": fingerprints("/", wanted.get("files", [])),
@@ -122,7 +149,9 @@ def main():
         "secret_files": {"type": "dict", "default": {}, "no_log": True},
         "reboot_strategy": {"type": "str", "default": "when_needed", "choices": ["when_needed", "always", "never"]},
         "gpu_gate": {"type": "dict"},
+        "fabric": {"type": "dict"},
         "fingerprint": {"type": "dict"},
+        "weights": {"type": "dict"},
         "backend": {"type": "dict"},
         "publish": {"type": "bool", "default": True},
     }, supports_check_mode=True)

@@ -12,11 +12,12 @@ description:
     C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
     C(infertune_results) fact.
   - "Modules and their arguments: C(deb_package) (name; read-only, apt installs it),
-    C(boot_kernel) (release), C(kernel_cmdline) (params, remove, dropin, update),
+    C(boot_kernel) (release), C(kernel_cmdline) (params, vendor_params, remove, dropin, update, and
+    fabric - iommu mode and link_pm_off - whose parameters the host's CPU vendor decides),
     C(sysctl) (name, value, path), C(modprobe_options) (options, path),
     C(systemd_unit) (unit, files, enabled, started), C(amd_pstate) (mode),
     C(cpufreq_policy) (governor, epp), C(cpuidle_states) (max_latency, keep_poll),
-    C(pcie_mrrs) (value, vendor, classes)."
+    C(pcie_mrrs) (value, vendor, classes), C(pcie_acs) (vendor, classes, force)."
 options:
   name:
     description: The knob's name in the catalog (reported back).

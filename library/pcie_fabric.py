@@ -12,7 +12,8 @@ description:
   - C(speed) gate, the fastest speed the link can reach (Link Capabilities 2 supported speeds, capped by the
     Link Control 2 target speed of either end) against what both ends support. The current speed is never
     judged, as GPUs lower it while idle.
-  - C(bar1) gate, the BAR1 size (sysfs resource file) of every GPU at least its memory (nvidia-smi memory.total).
+  - C(bar1) gate, the BAR1 size (the second assigned region of the sysfs resource file, as NVIDIA numbers
+    BARs) of every GPU at least its memory (nvidia-smi memory.total).
   - C(p2p) gate, C(nvidia-smi topo -p2p r) and C(-p2p w) report OK between all GPUs.
   - PCIe AER counters (sysfs aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal) of the GPUs and the ports
     above them are returned, never judged.
@@ -79,6 +80,11 @@ aer:
   description: AER error totals (correctable, fatal, nonfatal) per GPU and port that exposes them.
   returned: always
   type: dict
+warnings:
+  description: One line per GPU or port whose AER counters are not zero (reported, never a failure).
+  returned: always
+  type: list
+  elements: str
 failures:
   description: One line per failed gate check.
   returned: always

@@ -11,7 +11,8 @@ DEFAULT_PROFILE = "seed-epyc-rtxpro6000"
 FIRST_OCTET = 11
 MAX_HOSTS = 254 - FIRST_OCTET + 1
 LABEL = "infertune-lab.host"
-FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "no-driver-for-kernel")
+FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver",
+          "no-driver-for-kernel", "vfio-bound")
 INIT = "/lab/boot/init"
 
 

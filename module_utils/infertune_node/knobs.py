@@ -5,18 +5,34 @@ and its arguments. The `knob` module applies one, the `infertune_plan` module re
 them all in check mode, and the boot-time tool re-applies the runtime ones: the
 same code in all three places.
 """
-from . import amd_pstate, boot_kernel, cmdline, cpu, cpufreq, cpuidle, modprobe, packages, pcie, sysctl, systemd
+from . import (amd_pstate, boot_kernel, cmdline, cpu, cpufreq, cpuidle, modprobe, packages, pcie, pcie_acs, pcie_fabric,
+               sysctl, systemd)
 from .gate import Gate, TuningError
 
 # The result contract every knob publishes (infertune_results[knob]).
 CONTRACT = ("changed", "before", "after", "reboot_required", "runtime_pending", "msg", "skipped_reason")
 # Knobs whose change alters the running host at once: a serving host is drained first.
-RUNTIME = ("amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs")
+RUNTIME = ("amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs", "pcie_acs")
 
 
 def _cmdline_params(root, args):
-    """The parameters plus those meant for this host's CPU vendor (amd_pstate= on AMD only)."""
-    return list(args["params"]) + list((args.get("vendor_params") or {}).get(cpu.vendor(root), []))
+    """(parameters, keys to remove): the parameters plus those meant for this host's CPU vendor
+    (amd_pstate= on AMD only) and the PCIe fabric's (IOMMU parameter named for the vendor)."""
+    vendor = cpu.vendor(root)
+    params = list(args["params"]) + list((args.get("vendor_params") or {}).get(vendor, []))
+    remove = list(args.get("remove", []))
+    fabric = args.get("fabric")
+    if fabric:
+        extra, dropped = pcie_fabric.cmdline_params(vendor, fabric["iommu"], fabric.get("link_pm_off", True))
+        params += extra
+        remove += [key for key in dropped if key not in remove]
+    return params, remove
+
+
+def _apply_cmdline(root, args, gate):
+    params, remove = _cmdline_params(root, args)
+    return _flag(cmdline.apply_cmdline(root, params, remove, args["dropin"], args.get("update", True), gate),
+                 "kernel_cmdline_reboot_required")
 
 
 def _flag(result, key):
@@ -28,9 +44,7 @@ MODULES = {
     "deb_package": lambda root, a, gate: packages.plan_package(root, a["name"], gate),
     "boot_kernel": lambda root, a, gate: _flag(boot_kernel.apply_boot_kernel(root, a["release"], gate),
                                                "boot_kernel_reboot_required"),
-    "kernel_cmdline": lambda root, a, gate: _flag(
-        cmdline.apply_cmdline(root, _cmdline_params(root, a), a.get("remove", []), a["dropin"], a.get("update", True), gate),
-        "kernel_cmdline_reboot_required"),
+    "kernel_cmdline": _apply_cmdline,
     "sysctl": lambda root, a, gate: sysctl.apply_sysctl(root, a["name"], a["value"], a["path"], gate),
     "modprobe_options": lambda root, a, gate: _flag(modprobe.apply_options(root, a["options"], a["path"], gate),
                                                     "modprobe_options_reload_required"),
@@ -42,6 +56,9 @@ MODULES = {
                                                                  gate),
     "pcie_mrrs": lambda root, a, gate: pcie.apply_mrrs(root, a["value"], a.get("vendor", "0x10de"),
                                                        a.get("classes", ["0x0300", "0x0302"]), gate),
+    "pcie_acs": lambda root, a, gate: pcie_acs.apply_acs(root, a.get("vendor", "0x10de"),
+                                                         a.get("classes", ["0x0300", "0x0302"]),
+                                                         bool(a.get("force", False)), gate),
 }
 
 

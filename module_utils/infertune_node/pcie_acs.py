@@ -58,7 +58,7 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
     if todo and vfio and not force:
         raise TuningError("ACS redirect left on at %s: %s bound to vfio-pci (passed to a VM); clearing it removes "
                           "the isolation between devices behind the same port. Unbind them, or force the change "
-                          "(pcie_acs force=true) if that isolation is not needed" % (", ".join(todo), ", ".join(vfio)))
+                          "(pcie_acs_force: true) if that isolation is not needed" % (", ".join(todo), ", ".join(vfio)))
     after = dict(before)
     for bdf in todo:
         result = gate.run(prefix + ["-s", bdf, "ECAP_ACS+%d.w=0000:%04x" % (CONTROL, REDIRECT)])

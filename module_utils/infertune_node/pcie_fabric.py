@@ -26,29 +26,34 @@ P2P_STATUS = {"CNS": "chipset not supported", "GNS": "GPU not supported", "TNS":
               "NS": "not supported", "U": "unknown"}
 
 
-def cmdline_params(cpu_vendor, iommu_mode):
+def cmdline_params(cpu_vendor, iommu_mode, link_pm_off=True):
     """(parameters, keys to remove) for the command line of a PCIe-only GPU host.
 
     passthrough: the IOMMU stays on (interrupt remapping, VFIO) but does not translate GPU DMA;
     Intel kernels may leave VT-d off by default, hence intel_iommu=on. off: no IOMMU at all.
-    leave: only link power management.
+    leave: the IOMMU as the kernel and firmware set it. link_pm_off adds pcie_aspm=off pcie_port_pm=off.
     """
     if iommu_mode not in IOMMU_MODES:
         raise TuningError("iommu mode %r is not one of %s" % (iommu_mode, ", ".join(IOMMU_MODES)))
     vendor = VENDOR_IOMMU.get(cpu_vendor)
+    link_pm = list(LINK_PM_PARAMS) if link_pm_off else []
     if iommu_mode == "leave":
-        return list(LINK_PM_PARAMS), []
+        return link_pm, []
     if iommu_mode == "off":
-        return LINK_PM_PARAMS + (["%s=off" % vendor] if vendor else []) + ["iommu=off"], ["iommu.passthrough"]
+        return link_pm + (["%s=off" % vendor] if vendor else []) + ["iommu=off"], ["iommu.passthrough"]
     if vendor == "intel_iommu":
-        return LINK_PM_PARAMS + ["intel_iommu=on", "iommu=pt"], ["iommu.passthrough"]
+        return link_pm + ["intel_iommu=on", "iommu=pt"], ["iommu.passthrough"]
     # amd_iommu has no "on": drop an amd_iommu=off that would turn the IOMMU off instead.
-    return LINK_PM_PARAMS + ["iommu=pt"], ["iommu.passthrough"] + ([vendor] if vendor else [])
+    return link_pm + ["iommu=pt"], ["iommu.passthrough"] + ([vendor] if vendor else [])
 
 
 def link_regs(root, bdf):
     """Port type, widths and generations of one function from its PCI Express capability."""
-    config = pcie.read_config(root, bdf)
+    return config_link_regs(pcie.read_config(root, bdf), bdf)
+
+
+def config_link_regs(config, bdf):
+    """link_regs from config space bytes (the first 256 are enough)."""
     off = pcie.pcie_cap_offset(config)
     if off is None or off + 0x32 > len(config):
         raise TuningError("%s has no readable PCI Express capability (need root)" % bdf)
@@ -68,7 +73,11 @@ def _gen(gen):
 def path_links(root, gpu):
     """[(upper port, device, upper regs, device regs)] for each physical link from the root port down to the GPU."""
     path = [gpu] + pcie.ports_above(root, gpu)
-    regs = {bdf: link_regs(root, bdf) for bdf in path}
+    return path_pairs(path, {bdf: link_regs(root, bdf) for bdf in path})
+
+
+def path_pairs(path, regs):
+    """path_links of PATH (the GPU, then the ports above it nearest first) with their REGS."""
     # A switch upstream port and its downstream ports share an internal bus, not a link.
     return [(up, dev, regs[up], regs[dev]) for dev, up in reversed(list(zip(path, path[1:])))
             if regs[up]["type"] in (ROOT_PORT, DOWNSTREAM)]
@@ -93,10 +102,16 @@ def link_failures(up, dev, ur, dr):
 
 
 def bar1_bytes(root, bdf):
-    """Size of BAR1 from the sysfs resource file (line 1: start end flags), 0 when unassigned."""
+    """Size of NVIDIA's BAR1 (the framebuffer window), 0 when unassigned.
+
+    NVIDIA counts regions, not BAR registers: BAR1 is the second assigned region of the sysfs
+    resource file (lines "start end flags", one per BAR register). It sits at register 1 when
+    BAR0 is 32-bit and at register 2 when BAR0 is 64-bit, as on the H200.
+    """
     lines = (sysfs.read(root, "%s/%s/resource" % (pcie.PCI_DEVICES, bdf)) or "").splitlines()
-    start, end = (int(v, 16) for v in lines[1].split()[:2]) if len(lines) > 1 else (0, 0)
-    return end - start + 1 if end > start else 0
+    sizes = [end - start + 1 for start, end in ((int(v, 16) for v in line.split()[:2]) for line in lines[:6])
+             if end > start]
+    return sizes[1] if len(sizes) > 1 else 0
 
 
 def aer_counters(root, bdf):
@@ -182,5 +197,8 @@ def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run):
             p2p, result["p2p"] = p2p_failures(nvidia_smi, runner, names)
             failures += p2p
     result["failures"] = failures
+    # Errors a link corrected are a warning (a marginal slot or riser), never a failure.
+    result["warnings"] = ["AER %s: %s" % (bdf, ", ".join("%s %d" % (k, n) for k, n in sorted(c.items()) if n))
+                          for bdf, c in sorted(result["aer"].items()) if any(c.values())]
     result["msg"] = "; ".join(failures) or "PCIe fabric of %d GPU(s): %s pass" % (len(gpus), ", ".join(gates))
     return result

@@ -5,13 +5,65 @@ import json
 
 import pytest
 
-from helpers import ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
+from helpers import BIN, ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
 # After the canary, one batch with the rest: the faults, not the batching, are under test.
 ONE_BATCH = ("-e", '{"rollout_batches": ["100%"], "rollout_allow_single_batch": true}')
 CANARY = "lab-gpu-01"
+
+
+EPP = "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference"
+STANDIN = "/opt/standin"
+# sglang.service as the stand-in server (tests/unit/standin_sglang.py): each request stays in
+# flight HOLD seconds; a client on the host sends one and writes its HTTP status when answered.
+HOLD = 30
+STANDIN_PLAY = """- name: Serve the sglang stand-in as sglang.service
+  hosts: {host}
+  gather_facts: false
+  tasks:
+    - name: Create the stand-in's directory
+      ansible.builtin.file: {{path: {dir}, state: directory, mode: "0755"}}
+    - name: Copy the stand-in
+      ansible.builtin.copy: {{src: {src}, dest: {dir}/standin_sglang.py, mode: "0644"}}
+    - name: Write the client
+      ansible.builtin.copy:
+        dest: {dir}/client.py
+        mode: "0644"
+        content: |
+          import json, urllib.request
+          body = json.dumps({{"text": "hi", "sampling_params": {{"max_new_tokens": 2}}}}).encode()
+          request = urllib.request.Request("http://127.0.0.1:30000/generate", body, {{"Content-Type": "application/json"}})
+          try:
+              status = urllib.request.urlopen(request, timeout=600).status
+          except Exception as exc:
+              status = repr(exc)
+          open("{dir}/client.out", "w").write(str(status))
+    - name: Replace sglang.service with the stand-in
+      ansible.builtin.copy:
+        dest: /etc/systemd/system/sglang.service
+        mode: "0644"
+        content: |
+          [Service]
+          ExecStart=/usr/bin/python3 {dir}/standin_sglang.py --host 0.0.0.0 --port 30000 --hold {hold} {flags}
+    - name: Start it
+      ansible.builtin.systemd_service: {{name: sglang.service, state: restarted, daemon_reload: true}}
+    - name: Wait until it answers
+      ansible.builtin.wait_for: {{port: 30000, timeout: 30}}
+"""
+
+
+def serve_standin(host, tmp_path, flags=""):
+    path = tmp_path / "standin.yml"
+    path.write_text(STANDIN_PLAY.format(host=host, dir=STANDIN, src=ROOT / "tests" / "unit" / "standin_sglang.py",
+                                        hold=HOLD, flags=flags))
+    playbook(str(path), check=True)
+
+
+def remove_standin(host):
+    """Stop the stand-in; the next run writes the real unit again (not started in the lab)."""
+    on_host(host, f"systemctl stop sglang.service; rm -rf {STANDIN}")
 
 
 def boot_id(host):
@@ -104,3 +156,134 @@ def test_backend_refused_on_the_canary_touches_nothing_else(hosts, tmp_path):
     assert "canary host(s) %s did not converge" % CANARY in out, out[-4000:]
     assert all(r["changed"] == 0 for h, r in recap(out).items() if h != CANARY), out[-4000:]
     assert {h: (boot_id(h), state_digest(h)) for h in before} == before
+
+
+def test_the_drain_waits_for_a_request_in_flight(hosts, tmp_path):
+    victim = "lab-gpu-06"
+    serve_standin(victim, tmp_path)
+    # The before-drain hook starts the long request on the host, so it is in flight when the drain begins.
+    hook = {"sglang_before_drain_command": [
+        str(BIN / "python"), str(ROOT / "lab" / "labctl"), "exec", victim, "--", "sh", "-c",
+        f"setsid python3 {STANDIN}/client.py </dev/null >/dev/null 2>&1 & sleep 3"]}
+    (tmp_path / "hook.json").write_text(json.dumps(hook))
+    on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")  # a runtime change: drain
+    try:
+        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{victim}", "-e", f"@{tmp_path / 'hook.json'}")
+        assert rc == 0, out[-6000:]
+        assert f"RETRYING: [{victim}]: Wait for in-flight requests to finish" in out, out[-6000:]
+        # Answered, not cut: the server stopped only after the request was done.
+        assert on_host(victim, f"cat {STANDIN}/client.out").strip() == "200"
+        assert on_host(victim, "systemctl is-active sglang.service || true").strip() == "inactive"
+        assert fleet()["hosts"][victim]["result"] == "pass"
+    finally:
+        remove_standin(victim)
+
+
+def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):
+    # A batch whose every host fails ends the playbook before the report: the victim shares
+    # its batch (after the canary) with a host that converges.
+    victim, helper = "lab-gpu-06", "lab-gpu-05"
+    serve_standin(victim, tmp_path, flags="--no-metrics")
+    for host in (CANARY, helper, victim):
+        on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")
+    try:
+        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{helper},{victim}")
+        assert rc != 0
+        assert "cannot count sglang's in-flight requests" in out and "sglang_drain_force" in out, out[-6000:]
+        # Left serving, untouched past its boot-time knobs.
+        assert on_host(victim, "systemctl is-active sglang.service || true").strip() == "active"
+        assert on_host(victim, f"sort -u {EPP}").split() == ["balance_power"]
+        entry = fleet()["hosts"][victim]
+        assert entry["result"] == "not verified"
+        assert entry["rollout"] == {"stage": "drain", "drained": False, "rebooted": False}
+        assert entry["reason"].startswith("failed in stage drain: Stop unless the in-flight requests could be counted")
+    finally:
+        remove_standin(victim)
+    assert_resumed(hosts, victim)
+
+
+def test_a_target_kernel_without_the_nvidia_module_is_refused_before_the_drain(hosts, tmp_path):
+    """The image's base kernel as the target, its NVIDIA module package withheld: the host
+    fails before its drain, the other hosts of the run converge, and once the package is
+    there a re-run boots the host into it."""
+    # A batch where every host fails ends the playbook before the report: the victim shares
+    # its batch (after the canary) with a host that converges.
+    victim, helper = "lab-gpu-04", "lab-gpu-02"
+    release = "cat /proc/sys/kernel/osrelease"
+    base = json.loads((ROOT / "lab" / ".state" / "image.json").read_text())["base_kernel_release"]
+    # The victim alone gets the other target kernel.
+    (tmp_path / "target.yml").write_text(json.dumps({"gpu_nodes": {"hosts": {victim: {
+        "kernel_release": base, "kernel_package": f"linux-image-{base}"}}}}))
+    target = ("-i", "inventory/lab", "-i", str(tmp_path / "target.yml"))
+    labctl("fault", victim, "no-driver-for-kernel", base)
+    labctl("stop", victim)
+    labctl("start", victim)
+    running, boot = on_host(victim, release).strip(), boot_id(victim)
+    for host in (CANARY, helper):
+        on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")
+    try:
+        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{helper},{victim}", *target)
+        assert rc != 0
+        result = recap(out)
+        assert result[victim]["failed"] == 1, out[-4000:]
+        assert result[CANARY]["failed"] == 0 and result[helper]["failed"] == 0, out[-4000:]
+        text = " ".join(out.split())
+        assert f"host {victim}: the NVIDIA module will not load on kernel {base}" in text, out[-4000:]
+        assert f"no nvidia.ko under /lib/modules/{base}" in text and "fix: install" in text
+        assert boot_id(victim) == boot and on_host(victim, release).strip() == running
+        assert fleet()["hosts"][victim]["rollout"] == {"stage": "boot config", "drained": False, "rebooted": False}
+    finally:
+        labctl("fault", victim, "no-driver-for-kernel", "--clear")
+        labctl("stop", victim)
+        labctl("start", victim)
+    rc, out = playbook("site.yml", *ONE_BATCH, "--limit", victim, *target)
+    assert rc == 0, out[-6000:]
+    assert on_host(victim, release).strip() == base
+    # Back to the lab's target kernel for the tests that follow.
+    rc, out = playbook("site.yml", *ONE_BATCH, "--limit", victim)
+    assert rc == 0 and on_host(victim, release).strip() == running, out[-4000:]
+
+
+MODEL = "/models/GLM-5-NVFP4"
+SHARD = MODEL + "/model-00002-of-00002.safetensors"
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (f"rm {SHARD}", f"1 of 2 shards missing in {MODEL}: model-00002-of-00002.safetensors"),
+    (f"truncate -s -10 {SHARD}", f"{SHARD} is "),
+])
+def test_incomplete_weights_stop_the_host_in_the_plan_undrained(hosts, damage, problem):
+    victim = "lab-gpu-05"
+    on_host(victim, f"cp -p {SHARD} /root/shard.keep && {damage}")
+    try:
+        on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")  # would drain it
+        before, boot = state_digest(victim), boot_id(victim)
+        rc, out = playbook("site.yml", "--limit", victim)
+        assert rc != 0
+        text = " ".join(out.split())
+        assert f"{victim}: model weights (sglang_model_path): {problem}" in text, out[-4000:]
+        assert "Drain sglang" not in out
+        assert state_digest(victim) == before and boot_id(victim) == boot
+    finally:
+        on_host(victim, f"mv /root/shard.keep {SHARD}")
+    rc, out = playbook("site.yml", "--limit", victim)
+    assert rc == 0, out[-6000:]
+
+
+def test_a_driver_below_the_floor_of_the_installed_cuda_fails_the_gate_naming_both(hosts):
+    victim = "lab-gpu-06"
+    labctl("fault", victim, "old-driver", "570.172.08")
+    labctl("stop", victim)
+    labctl("start", victim)
+    try:
+        before = state_digest(victim)
+        rc, out = playbook("site.yml", "--limit", victim)
+        assert rc != 0
+        # The lab's venv holds the torch that sglang 0.5.23 pins, a CUDA 13.0 build.
+        assert ("driver 570.172.08 found, CUDA 13.0 (torch 2.14.1+cu130 in /opt/sglang/venv) needs at least "
+                "580.65.06") in " ".join(out.split()), out[-4000:]
+        assert state_digest(victim) == before
+    finally:
+        labctl("fault", victim, "old-driver", "--clear")
+        labctl("stop", victim)
+        labctl("start", victim)

@@ -19,12 +19,12 @@ from infertune import report
 pytestmark = pytest.mark.lab
 
 # What a fresh seed-epyc-rtxpro6000 host is off on: firmware defaults (kernel 6.1,
-# acpi-cpufreq/schedutil, C2 enabled, numa_balancing 1, MaxReadReq 512) and nothing
-# installed. Its 8 GPUs of compute 12.0 already match, and nothing wrote elsewhere.
+# acpi-cpufreq/schedutil, C2 enabled, numa_balancing 1, MaxReadReq 512, ACS redirect on,
+# IOMMU translating so P2P reads CNS) and nothing installed. Its 8 GPUs of compute 12.0 already match, and nothing wrote elsewhere.
 UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_governor", "cpufreq_epp",
                "no_deep_cstates", "numa_balancing", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
-               "tuning_persistence"}
-UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere"}
+               "tuning_persistence", "pcie_acs", "pcie_p2p"}
+UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
 
 
 def verify(hosts, junit):

@@ -170,6 +170,13 @@ def bar_resource(bar1_bytes):
     return "".join("0x%016x 0x%016x 0x%016x\n" % (start, end, 0) for start, end in rows)
 
 
+# The lent H200's sysfs resource (2026-12-02): BAR0 64-bit 16 MiB, BAR1 256 GiB at register 2
+# (nvidia-smi -q: BAR1 total 262144 MiB), BAR3 32 MiB at register 4.
+H200_RESOURCE = ("0x0000104002000000 0x0000104002ffffff 0x000000000014220c\n" + "0x0 0x0 0x0\n"
+                 "0x0000100000000000 0x0000103fffffffff 0x000000000014220c\n" + "0x0 0x0 0x0\n"
+                 "0x0000104000000000 0x0000104001ffffff 0x000000000014220c\n" + "0x0 0x0 0x0\n" * 8)
+
+
 RP_ACS, SW_ACS, REDIRECT_ON = 0x2A0, 0x170, 0x001D
 SWITCH_ROOT, SWITCH_UP, SWITCH_DOWN = "0000:10:01.1", "0000:11:00.0", ("0000:12:00.0", "0000:12:01.0")
 SWITCH_GPUS = ("0000:13:00.0", "0000:14:00.0")

@@ -12,6 +12,7 @@ would stop early, so a client that forgets `ignore_eos` is caught.
 `GET /metrics` exports `sglang:num_running_reqs` as sglang does with `--enable-metrics`, and
 `hold` keeps each request in flight that many seconds, so a drain can be shown to wait for
 it. `/health`, `/health_generate` answer 200; like sglang's, they and /metrics need no API key.
+`metrics=False` (--no-metrics) answers /metrics with 404, as sglang does without the flag.
 
     python3 standin_sglang.py --host 0.0.0.0 --port 30000 --hold 20   # serve until killed
 """
@@ -36,8 +37,9 @@ class StandinSglang:
     """
 
     def __init__(self, max_requests: int = 100, token_delay=lambda active: 0.0, api_key: str = "",
-                 hold: float = 0.0, host: str = "127.0.0.1", port: int = 0):
+                 hold: float = 0.0, host: str = "127.0.0.1", port: int = 0, metrics: bool = True):
         self.max_requests = max_requests
+        self.metrics = metrics
         self.api_key = api_key  # when set, requests need `Authorization: Bearer <key>` (sglang --api-key)
         self.token_delay = token_delay
         self.hold = hold
@@ -88,7 +90,7 @@ class StandinSglang:
                 pass
 
             def do_GET(self):
-                if self.path == "/metrics":
+                if self.path == "/metrics" and standin.metrics:
                     payload = ("# HELP sglang:num_running_reqs The number of running requests.\n"
                                "# TYPE sglang:num_running_reqs gauge\n"
                                'sglang:num_running_reqs{engine_type="unified",model_name="standin",'
@@ -171,8 +173,9 @@ if __name__ == "__main__":
     cli.add_argument("--port", type=int, default=30000)
     cli.add_argument("--hold", type=float, default=0.0, help="seconds each request stays in flight")
     cli.add_argument("--api-key", default="")
+    cli.add_argument("--no-metrics", action="store_true", help="answer /metrics with 404 (no --enable-metrics)")
     args = cli.parse_args()
     with StandinSglang(max_requests=10**9, api_key=args.api_key, hold=args.hold, host=args.host,
-                       port=args.port) as server:
+                       port=args.port, metrics=not args.no_metrics) as server:
         print(f"serving on {server.url}", flush=True)
         threading.Event().wait()

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import tempfile
 
-from fakehost import GPU, REPO, pci_tree, read, snapshot
+from fakehost import GPU, REPO, SWITCH_DOWN, SWITCH_ROOT, fabric_tree, pci_tree, read, snapshot
 
 TOOL = REPO / "roles/tuning_persistence/files/infertune-apply"
 # As the tuning_persistence role writes it: the catalog's oneshot entries, in order.
@@ -75,3 +75,17 @@ def test_unknown_knob_module_fails_and_the_others_apply(amd128):
     proc = run_tool(amd128, [knob("cpuidle"), {"name": "numa", "module": "numa", "args": {}}])
     assert proc.returncode == 1
     assert sorted(report(amd128)) == ["cpuidle", "numa"]
+
+
+def test_acs_redirect_is_cleared_again_at_boot(tmp_path):
+    """Power-on sets redirect again; the oneshot's pcie_acs entry clears it, and only it."""
+    root = fabric_tree(str(tmp_path))
+    entry = {"name": "pcie_acs", "module": "pcie_acs",
+             "args": {"vendor": "0x10de", "classes": ["0x0300", "0x0302"], "force": False}}
+    proc = run_tool(root, [entry])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = report(root)["pcie_acs"]
+    assert result["ok"] and result["changed"]
+    assert {bdf: result["after"][bdf] for bdf in (SWITCH_ROOT,) + SWITCH_DOWN} == dict.fromkeys(
+        (SWITCH_ROOT,) + SWITCH_DOWN, "0x0011")
+    assert run_tool(root, [entry]).returncode == 0 and not report(root)["pcie_acs"]["changed"]

@@ -4,7 +4,7 @@ import pytest
 from ansible.module_utils.infertune_node import knobs
 from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from ansible.module_utils.infertune_node.systemd import apply_unit
-from fakehost import pci_tree, read, snapshot, write
+from fakehost import SWITCH_ROOT, cpu_tree, fabric_tree, pci_tree, read, snapshot, write
 
 SYSCTL = {"name": "kernel.numa_balancing", "value": 0, "path": "/etc/sysctl.d/60-infertune-numa.conf"}
 CATALOG = [
@@ -81,6 +81,44 @@ def test_amd_pstate_goes_on_the_command_line_of_amd_hosts_only(host):
     assert contract["after"] == "root=ZFS=rpool quiet processor.max_cstate=1 amd_pstate=active"
     # Not running yet: the proof after a reboot reads the same flag.
     assert contract["reboot_required"]
+
+
+@pytest.mark.parametrize("vendor, iommu, link_pm_off, after", [
+    ("AuthenticAMD", "passthrough", True, "root=ZFS=rpool quiet processor.max_cstate=1 pcie_aspm=off pcie_port_pm=off"
+                                          " iommu=pt"),
+    ("GenuineIntel", "passthrough", False, "root=ZFS=rpool quiet processor.max_cstate=1 intel_iommu=on iommu=pt"),
+    ("AuthenticAMD", "off", False, "root=ZFS=rpool amd_iommu=off quiet processor.max_cstate=1 iommu=off"),
+    ("GenuineIntel", "leave", True, "root=ZFS=rpool amd_iommu=off quiet iommu.passthrough=0 processor.max_cstate=1"
+                                    " pcie_aspm=off pcie_port_pm=off"),
+])
+def test_the_fabric_parameters_follow_the_cpu_vendor(tmp_path, vendor, iommu, link_pm_off, after):
+    root = cpu_tree(str(tmp_path), 2, vendor=vendor)
+    write(root, "/etc/kernel/cmdline", "root=ZFS=rpool amd_iommu=off quiet iommu.passthrough=0\n")
+    args = {"params": ["processor.max_cstate=1"], "dropin": "/etc/default/grub.d/60-infertune.cfg", "update": False,
+            "remove": ["amd_iommu"] if vendor == "GenuineIntel" and iommu != "leave" else [],
+            "fabric": {"iommu": iommu, "link_pm_off": link_pm_off}}
+    contract, _, _ = knobs.run("kernel_cmdline", args, Gate(), root)
+    # The translated-mode parameters give way; an Intel host drops the AMD one only when asked to.
+    assert contract["after"] == after
+    assert knobs.run("kernel_cmdline", args, Gate(), root)[0]["changed"] is False
+
+
+def test_a_bad_iommu_mode_fails_the_knob(host):
+    args = {"params": [], "dropin": "/etc/default/grub.d/60-infertune.cfg", "update": False,
+            "fabric": {"iommu": "pt"}}
+    with pytest.raises(TuningError, match="iommu mode 'pt' is not one of passthrough, off, leave"):
+        knobs.run("kernel_cmdline", args, Gate(), host)
+
+
+def test_acs_redirect_is_a_runtime_knob(tmp_path):
+    root = fabric_tree(str(tmp_path))
+    args = {"vendor": "0x10de", "classes": ["0x0300", "0x0302"], "force": False}
+    contract, _, actions = knobs.run("pcie_acs", args, Gate(), root)
+    assert contract["changed"] and contract["runtime_pending"] and len(actions) == 3
+    assert (contract["before"][SWITCH_ROOT], contract["after"][SWITCH_ROOT]) == ("0x001d", "0x0011")
+    again, _, actions = knobs.run("pcie_acs", args, Gate(), root)
+    assert not again["changed"] and not again["runtime_pending"] and actions == []
+    assert knobs.summarize([{"name": "pcie_acs", "module": "pcie_acs"}], {"pcie_acs": contract}, "when_needed")["drain"]
 
 
 class Systemctl:

@@ -1,7 +1,7 @@
 import pytest
 from ansible.module_utils.infertune_node.gate import TuningError
-from ansible.module_utils.infertune_node.pcie_fabric import aer_counters, check, cmdline_params, p2p_matrix
-from fakehost import BARE_GPU, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree, write
+from ansible.module_utils.infertune_node.pcie_fabric import aer_counters, bar1_bytes, check, cmdline_params, p2p_matrix
+from fakehost import BARE_GPU, H200_RESOURCE, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree, write
 
 CLASSES = ["0x0300", "0x0302"]
 LINKS = ["width", "speed"]
@@ -64,6 +64,15 @@ def test_small_bar1_fails_naming_each_gpu(tmp_path):
     assert len(failures) == 3
 
 
+def test_bar1_is_the_second_region_whatever_register_it_starts_at(tmp_path):
+    root = fabric_tree(str(tmp_path))
+    write(root, "/sys/bus/pci/devices/%s/resource" % SWITCH_GPUS[0], H200_RESOURCE)
+    assert bar1_bytes(root, SWITCH_GPUS[0]) >> 20 == 262144
+    assert bar1_bytes(root, SWITCH_GPUS[1]) == 128 << 30  # 32-bit BAR0: BAR1 at register 1
+    write(root, "/sys/bus/pci/devices/%s/resource" % SWITCH_GPUS[1], H200_RESOURCE.split("\n", 1)[0] + "\n")
+    assert bar1_bytes(root, SWITCH_GPUS[1]) == 0
+
+
 def test_p2p_not_ok_names_the_gpu_pairs(tmp_path):
     failures = check(fabric_tree(str(tmp_path)), "0x10de", CLASSES, ["p2p"], runner=smi(p2p="NS"))["failures"]
     assert failures[0].startswith("p2p: read NS (not supported) between GPU0 (%s)->GPU2 (%s), GPU1 (%s)->GPU2"
@@ -89,6 +98,7 @@ def test_aer_counters_are_read_not_judged(tmp_path):
     assert aer_counters(root, SWITCH_GPUS[0]) == {"correctable": 3, "fatal": 0}
     result = check(root, "0x10de", CLASSES, LINKS)
     assert result["failures"] == [] and result["aer"] == {SWITCH_GPUS[0]: {"correctable": 3, "fatal": 0}}
+    assert result["warnings"] == ["AER %s: correctable 3" % SWITCH_GPUS[0]]
 
 
 def test_p2p_matrix_parses_the_real_layout():
@@ -105,6 +115,12 @@ def test_p2p_matrix_parses_the_real_layout():
 ])
 def test_command_line_for_the_fabric(vendor, mode, params, remove):
     assert cmdline_params(vendor, mode) == (["pcie_aspm=off", "pcie_port_pm=off"] + params, remove)
+
+
+def test_link_power_management_can_stay_as_it_is():
+    assert cmdline_params("GenuineIntel", "passthrough", link_pm_off=False) == (
+        ["intel_iommu=on", "iommu=pt"], ["iommu.passthrough"])
+    assert cmdline_params("AuthenticAMD", "leave", link_pm_off=False) == ([], [])
 
 
 def test_unknown_iommu_mode_is_refused():

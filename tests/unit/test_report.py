@@ -126,3 +126,84 @@ def test_a_check_run_is_recorded_as_a_plan_never_as_applied(tmp_path):
     fleet = report.build(report.read_fragments(tmp_path / "hosts"), {})
     mrrs = fleet["hosts"]["gpu-01"]["knobs"]["pcie_mrrs"]
     assert mrrs["tuning"]["change"] == "would change: 512 on 1 → 4096 on 1" and not mrrs["changed"]
+
+
+def test_every_host_not_verified_says_how_far_the_run_took_it_and_why(tmp_path):
+    write(tmp_path)
+    ran = {"verify": False, "check_mode": False, "results": {"drain": {"changed": True, "applied": True}}}
+    run = {
+        "gpu-01": {"verify": True, "results": FRAGMENT["results"], "rollout": {"stage": "verify"}},
+        "gpu-03": {**ran, "rollout": {"stage": "reboot", "drained": True, "rebooted": False, "failure": ""}},
+        "gpu-04": {**ran, "rollout": {"stage": "drain", "drained": False, "rebooted": False,
+                                      "failure": "Stop unless the in-flight requests could be counted: host gpu-04:"
+                                                 " cannot count\nsecond line"}},
+    }
+    report.write(tmp_path, ["gpu-01", "gpu-02", "gpu-03", "gpu-04"], run)
+    hosts = json.loads((tmp_path / "fleet.json").read_text())["hosts"]
+    assert hosts["gpu-01"]["reason"] == ""
+    assert hosts["gpu-02"]["reason"] == "knobs off: MaxReadReq, GPUs"
+    assert hosts["gpu-03"]["rollout"] == {"stage": "reboot", "drained": True, "rebooted": False}
+    assert hosts["gpu-03"]["reason"] == "failed or unreachable in stage reboot (the run's output names the task)"
+    assert hosts["gpu-04"]["reason"] == ("failed in stage drain: Stop unless the in-flight requests could be counted:"
+                                         " host gpu-04: cannot count")
+    head = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[0]
+    assert ("**gpu-03** (not verified: failed or unreachable in stage reboot (the run's output names the task);"
+            " drained)") in head
+    assert "**gpu-04** (not verified: failed in stage drain: Stop unless" in head
+
+
+def test_a_record_of_a_check_or_earlier_run_never_reads_as_tuned(tmp_path):
+    write(tmp_path)
+    # gpu-02's only record is from an earlier --check run that planned a reboot.
+    (tmp_path / "hosts" / "gpu-02.json").write_text(json.dumps({
+        "host": "gpu-02", "written": "2026-11-29T09:00:00", "check_mode": True,
+        "results": {"reboot": {"before": "kernel", "after": "rebooted", "changed": True, "applied": False}}}))
+    # gpu-03 was planned in this run, then lost before anything was applied.
+    report.record(tmp_path / "hosts", {"gpu-03": {"results": {"numa_balancing": {"changed": True, "applied": False,
+                                                                                  "before": "1", "after": "0"}}}})
+    run = {"gpu-02": {"verify": False, "results": None, "rollout": {"stage": "plan", "failure": ""}},
+           "gpu-03": {"verify": False, "results": {}, "rollout": {"stage": "boot config", "failure": ""}}}
+    report.write(tmp_path, ["gpu-01", "gpu-02", "gpu-03"], run)
+    details = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[1]
+    assert "<summary>gpu-01: pass, tuned 2026-11-30T10:00:00</summary>" in details
+    assert ("<summary>gpu-02: fail, checked 2026-11-29T09:00:00 under --check, nothing applied (an earlier run)"
+            "</summary>") in details
+    assert "<summary>gpu-03: not verified, planned " in details and ", nothing applied</summary>" in details
+    assert "| reboot | would change: -kernel +rebooted |" in details
+    assert "tuned 2026-11-29" not in details
+    hosts = json.loads((tmp_path / "fleet.json").read_text())["hosts"]
+    assert not hosts["gpu-02"]["knobs"]["reboot"]["changed"]
+
+
+def test_acs_and_the_fabric_gates_have_their_rows(tmp_path):
+    fragment = dict(FRAGMENT, results={
+        "pcie_acs": {"before": {"0000:10:01.1": "0x001d", "0000:12:00.0": "0x001d"},
+                     "after": {"0000:10:01.1": "0x0011", "0000:12:00.0": "0x0011"}, "changed": True, "applied": True},
+        "fabric": {"before": None, "after": "PCIe fabric of 8 GPU(s): width, speed, bar1 pass; AER 0000:13:00.0:"
+                                            " correctable 3", "changed": False}})
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "gpu-01.json").write_text(json.dumps(fragment))
+    assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01"]) == 0
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    knobs = fleet["hosts"]["gpu-01"]["knobs"]
+    assert knobs["pcie_acs"]["label"] == "ACS redirect"
+    assert knobs["pcie_acs"]["tuning"]["change"] == "0x001d on 2 → 0x0011 on 2"
+    assert knobs["fabric"]["label"] == "PCIe fabric"
+    assert "AER 0000:13:00.0: correctable 3" in knobs["fabric"]["tuning"]["change"]
+    assert "PCIe fabric" in (tmp_path / "fleet.md").read_text()
+
+
+def test_a_rising_aer_count_is_a_warning_in_the_fabric_row(tmp_path):
+    def run(aer):
+        fabric = {"changed": False, "before": None, "after": "PCIe fabric of 8 GPU(s): width, speed, bar1 pass",
+                  "aer": aer}
+        report.record(tmp_path / "hosts", {"gpu-01": {"results": {"fabric": fabric}, "check_mode": False}})
+        return json.loads((tmp_path / "hosts" / "gpu-01.json").read_text())["results"]["fabric"]
+
+    assert "aer_rising" not in run({"0000:13:00.0": {"correctable": 3, "fatal": 0}})
+    assert "aer_rising" not in run({"0000:13:00.0": {"correctable": 3, "fatal": 0}})
+    risen = run({"0000:13:00.0": {"correctable": 7, "fatal": 0}, "0000:14:00.0": {"correctable": 1}})
+    assert risen["aer_rising"] == ["0000:13:00.0 correctable 3 → 7"]
+    assert risen["after"].startswith("warning: AER counters rose: 0000:13:00.0 correctable 3 → 7; PCIe fabric")
+    # Counters start again at zero after a reboot: lower is no warning.
+    assert "aer_rising" not in run({"0000:13:00.0": {"correctable": 0}})

@@ -126,8 +126,8 @@ def test_recap_overrides_events_for_a_rescued_failure():
                     result("ok", "a", changed=True),
                     stats(processed={"a": 1}, ok={"a": 2}, changed={"a": 1}, failures={}, dark={},
                           rescued={"a": 1})])
-    assert by_host(summary)["a"] == {"host": "a", "result": "changed", "reboots": 0,
-                                     "knobs_changed": 0, "failure_reason": ""}
+    assert by_host(summary)["a"] == {"host": "a", "result": "changed", "stage": "plan", "drained": False,
+                                     "reboots": 0, "knobs_changed": 0, "failure_reason": ""}
     assert not summary.any_failed
 
 
@@ -136,7 +136,67 @@ def test_hosts_never_reached_are_not_run():
                     stats(processed={"a": 1}, failures={"a": 1})], expected=["a", "b"])
     assert by_host(summary)["b"]["result"] == "not run"
     assert summary.totals() == {"hosts": 2, "ok": 0, "changed": 0, "failed": 1, "unreachable": 0,
-                                "not_run": 1, "reboots": 0, "knobs_changed": 0}
+                                "stopped": 0, "not_run": 1, "reboots": 0, "knobs_changed": 0}
+
+
+def fact(host, **facts):
+    return result("ok", host, task="Record", action="ansible.builtin.set_fact", res={"ansible_facts": facts})
+
+
+def drained(host, applied=True):
+    return fact(host, infertune_results={"drain": {"changed": True, "applied": applied, "after": "stopped"}})
+
+
+def grouped(host, group):
+    return result("ok", host, task="Send only hosts with pending changes into the rollout",
+                  action="ansible.builtin.group_by", res={"add_group": group})
+
+
+def test_a_host_lost_in_its_reboot_names_the_stage_and_that_it_was_drained():
+    summary = fold([play_start("Plan"), grouped("a", "infertune_pending"), grouped("b", "infertune_pending"),
+                    play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
+                    fact("a", infertune_reached="boot config"), fact("a", infertune_reached="drain"), drained("a"),
+                    fact("a", infertune_reached="reboot"),
+                    result("unreachable", "a", task="Reboot the host into the target kernel and command line",
+                           action="ansible.builtin.reboot", res={"msg": "Timed out waiting for the host\nmore"}),
+                    fact("b", infertune_reached="boot config"), fact("b", infertune_reached="drain"),
+                    result("failed", "b", task="Stop unless the in-flight requests could be counted",
+                           res={"msg": "host b: cannot count sglang's in-flight requests"}),
+                    stats(processed={"a": 1, "b": 1}, dark={"a": 1}, failures={"b": 1})])
+    rows = by_host(summary)
+    assert rows["a"] == {"host": "a", "result": "unreachable", "stage": "reboot", "drained": True, "reboots": 0,
+                         "knobs_changed": 0, "failure_reason": "Reboot the host into the target kernel and command"
+                                                               " line: Timed out waiting for the host"}
+    assert (rows["b"]["result"], rows["b"]["stage"], rows["b"]["drained"]) == ("failed", "drain", False)
+    assert rows["b"]["failure_reason"].endswith("cannot count sglang's in-flight requests")
+
+
+def test_a_check_run_never_counts_a_drain():
+    summary = fold([fact("a", infertune_reached="drain"), drained("a", applied=False)])
+    assert by_host(summary)["a"]["drained"] is False
+
+
+def test_a_pending_host_the_rollout_stopped_before_did_not_converge():
+    summary = fold([play_start("Plan"), grouped("a", "infertune_pending"), grouped("b", "infertune_pending"),
+                    grouped("c", "infertune_converged"),
+                    play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
+                    fact("a", infertune_reached="sglang"), fact("a", rollout_converged=True),
+                    fact("a", infertune_reached="verify"), fact("c", infertune_reached="verify"),
+                    stats(processed={"a": 1, "b": 1, "c": 1}, ok={"a": 5, "b": 2, "c": 2}, failures={}, dark={})])
+    rows = by_host(summary)
+    assert (rows["a"]["result"], rows["a"]["stage"]) == ("ok", "verify")
+    assert (rows["c"]["result"], rows["c"]["stage"]) == ("ok", "verify")
+    assert rows["b"] == {"host": "b", "result": "stopped", "stage": "plan", "drained": False, "reboots": 0,
+                         "knobs_changed": 0, "failure_reason": "the rollout stopped before this host's batch"}
+    assert summary.any_failed and summary.totals()["stopped"] == 1
+
+
+def test_the_table_names_stage_and_drain():
+    rows = [{"host": "a", "result": "unreachable", "stage": "reboot", "drained": True, "reboots": 0,
+             "knobs_changed": 2, "failure_reason": "Reboot: timed out"}]
+    assert cli.table(rows).splitlines() == [
+        "HOST  RESULT       STAGE   DRAINED  REBOOTS  KNOBS CHANGED  FAILURE REASON",
+        "a     unreachable  reboot  yes      0        2              Reboot: timed out"]
 
 
 # --- progress output -------------------------------------------------------------------
@@ -237,7 +297,7 @@ def test_rollout_with_a_failed_host_exits_non_zero_and_names_it(tmp_path, capsys
     assert "Check the host: simulated fault on node-c" in failed_row
     assert "second line" not in out
     assert summary["totals"] == {"hosts": 3, "ok": 0, "changed": 2, "failed": 1, "unreachable": 0,
-                                 "not_run": 0, "reboots": 0, "knobs_changed": 3}
+                                 "stopped": 0, "not_run": 0, "reboots": 0, "knobs_changed": 3}
     assert summary["exit_status"] == status
     assert "infertune rollout: Roll out in batches | batch 2 | hosts 2/3 done | Check the host\n" in err
     assert sorted(p.name for p in tmp_path.glob("node-*.conf")) == ["node-a.conf", "node-b.conf", "node-c.conf"]
@@ -293,3 +353,16 @@ def test_ansible_errors_without_a_host_to_blame_are_shown_and_fail(tmp_path, cap
 def test_missing_playbook_is_an_error(tmp_path, capsys):
     assert cli.main(["verify"], root=tmp_path) == 2
     assert "playbooks/verify.yml not found" in capsys.readouterr().err
+
+
+def test_every_stage_the_playbooks_record_is_one_the_summary_knows():
+    from infertune.summary import STAGES, STAGE_FACT
+    recorded = set()
+    for path in (Path(__file__).resolve().parents[2] / "roles").glob("*/tasks/*.yml"):
+        for task in yaml.safe_load(path.read_text()) or []:
+            for block in [task] + task.get("block", []) + task.get("rescue", []):
+                value = (block.get("ansible.builtin.set_fact") or {}).get(STAGE_FACT)
+                if value:
+                    recorded.add(value)
+    # "plan" is what a host reached before any mark.
+    assert recorded == set(STAGES) - {"plan"}

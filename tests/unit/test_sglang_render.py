@@ -169,6 +169,14 @@ def test_unit_orders_after_tuning_restarts_on_failure_and_holds_no_secret():
     assert SECRET not in script and "hf_secret" not in script
 
 
+def test_nccl_defaults_for_pcie_hosts_are_overridable():
+    lines = render("sglang.env.j2", role_vars()).splitlines()
+    assert 'NCCL_P2P_LEVEL="SYS"' in lines
+    lines = render("sglang.env.j2", role_vars(sglang_environment={"NCCL_P2P_LEVEL": "PHB"})).splitlines()
+    assert 'NCCL_P2P_LEVEL="PHB"' in lines and 'NCCL_P2P_LEVEL="SYS"' not in lines
+    assert "NCCL_P2P_LEVEL" not in render("sglang.env.j2", role_vars(sglang_nccl_environment={}))
+
+
 def test_secrets_go_only_to_the_root_only_file():
     variables = role_vars(sglang_api_key=SECRET, sglang_secret_environment={"HF_TOKEN": "hf_secret"},
                           sglang_environment={"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"})

@@ -8,7 +8,7 @@ import urllib.request
 
 from standin_sglang import StandinSglang
 
-# The expression roles/sglang/tasks/drain.yml waits on (sum over all series == 0).
+# The expression the drain waits on (sglang_drain_running in roles/sglang/vars/main.yml; sum == 0).
 RUNNING = re.compile(r"sglang:num_running_reqs\{[^}]*\} ([0-9.e+]+)")
 HOLD = 0.8
 

@@ -121,6 +121,17 @@ HOSTILE = [
     ("sglang_max_running_requests", -5, "0-1000000"),
     ("sglang_health_timeout", 0, "10-604800"),
     ("sglang_drain_timeout", -1, "0-86400"),
+    # Hooks run without a shell: the program must be named by its absolute path.
+    ("sglang_before_drain_command", "/usr/local/bin/lb-out gpu-01", "must be a list"),
+    ("sglang_before_drain_command", ["lb-out", "gpu-01"], "absolute path"),
+    ("sglang_after_serve_command", ["../bin/lb-in"], "absolute path"),
+    ("sglang_after_serve_command", ["/usr/bin/lb-in", "a\nb"], "control character"),
+    ("sglang_before_drain_url", "file:///etc/passwd", "http:// or https://"),
+    ("sglang_before_drain_url", "javascript:alert(1)", "http:// or https://"),
+    ("sglang_after_serve_url", "https://", "http:// or https://"),
+    ("sglang_after_serve_url", "http://lb:99999/x", "http:// or https://"),
+    ("sglang_after_serve_url", "http://lb/a b", "whitespace"),
+    ("sglang_before_drain_url", "https://admin:%s@lb.example.com/out" % SECRET, "credentials"),
     ("kernel_reboot_timeout", 0, "10-86400"),
     ("kernel_reboot_timeout", None, "must not be null"),
     ("kernel_reboot_strategy", "sometimes", "one of"),
@@ -134,6 +145,11 @@ HOSTILE = [
     ("pcie_mrrs_vendor", "0x10de0", "0x and 4 digits"),
     ("pcie_mrrs_classes", ["0x03000"], "0x and 4 digits"),
     ("pcie_mrrs_classes", [], "must not be empty"),
+    ("pcie_iommu_mode", "pt", "one of passthrough, off, leave"),
+    ("pcie_iommu_mode", False, "must be a string"),          # an unquoted YAML off
+    ("pcie_fabric_gates", ["width", "p2p"], "one of width, speed, bar1"),
+    ("pcie_acs_force", "maybe", "true or false"),
+    ("sglang_nccl_environment", {"NCCL-P2P": "SYS"}, "environment name"),
     ("sglang_extra_args", ["--api-key", "abc"], "--api-key"),
     ("sglang_extra_args", ["--api-key=abc"], "--api-key"),
     ("sglang_extra_args", ["--api_key=abc"], "--api-key"),
@@ -201,6 +217,21 @@ def test_cross_variable_rules():
     ]
 
 
+def test_fabric_parameters_come_from_the_pcie_role_alone():
+    problems = validation.report({"kernel_cmdline_params": ["iommu=on", "pcie-aspm=force"],
+                                  "kernel_cmdline_remove": ["amd_iommu"]})
+    assert problems == [
+        "kernel_cmdline_params[0]: iommu comes from pcie_iommu_mode (role pcie); do not list it here, got 'iommu=on'",
+        "kernel_cmdline_params[1]: pcie-aspm comes from pcie_link_pm_off (role pcie); do not list it here,"
+        " got 'pcie-aspm=force'",
+        "kernel_cmdline_remove[0]: amd_iommu comes from pcie_iommu_mode (role pcie); do not list it here,"
+        " got 'amd_iommu'",
+    ]
+    # Left to the kernel_cmdline role when the pcie role leaves them alone.
+    assert validation.report({"kernel_cmdline_params": ["iommu=on", "pcie_aspm=force"], "pcie_iommu_mode": "leave",
+                              "pcie_link_pm_off": False}) == []
+
+
 def test_single_batch_allowed_when_asked():
     assert validation.validate({"rollout_batches": ["100%"], "rollout_allow_single_batch": True}) == []
     assert validation.validate({"rollout_batches": ["100%"], "rollout_allow_single_batch": "yes"}) == []
@@ -220,6 +251,10 @@ def test_single_batch_allowed_when_asked():
     ("sglang_environment", {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": 1, "_X": "a b \"c\" $d"}),
     ("gpu_gate_min_driver", 580), ("gpu_gate_min_driver", "580.95.05"),
     ("kernel_reboot_timeout", 20), ("sglang_port", "30000"), ("benchmark_start_server", "false"),
+    ("sglang_before_drain_command", ["/usr/local/bin/lb", "out", "gpu-01; rm -rf /", "$(id)"]),
+    ("sglang_after_serve_command", []), ("sglang_after_serve_url", ""),
+    ("sglang_before_drain_url", "https://lb.example.com:8443/pools/llm/members?host=gpu-01"),
+    ("sglang_after_serve_url", "http://[fd00::1]:8080/in"),
 ])
 def test_good_values_pass(name, value):
     assert validation.report({name: value}) == []

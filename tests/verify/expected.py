@@ -37,3 +37,8 @@ def expected_values(inventory_vars, defaults=None):
     variables = Expected(role_defaults() if defaults is None else defaults)
     variables.update(inventory_vars)
     return variables
+
+
+def truthy(value):
+    """A boolean variable as Ansible's bool filter reads it (-e passes "false" as a string)."""
+    return str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")

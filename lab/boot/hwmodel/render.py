@@ -20,7 +20,8 @@ MOUNTS = (
     "proc/sys/kernel/random/boot_id",
 )
 NVIDIA_SMI_MODEL = "nvidia-smi.json"
-FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", kmod.FAULT)
+FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver", kmod.FAULT,
+          "vfio-bound")
 
 
 def read_faults(path):
@@ -41,7 +42,7 @@ def _index(faults, name, default=None):
     return int(value) if value.isdigit() else default
 
 
-def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRANSLATED):
+def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRANSLATED, driver_version=None):
     """What nvidia-smi reports: one record per GPU, in bus order, plus what decides P2P status
     (the ports above each GPU, their ACS offsets, the IOMMU mode), read live by nvidia-smi."""
     gpu = profile["gpu"]
@@ -65,7 +66,7 @@ def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRA
             "ports": above[index],
             "lost": index == lost_index,
         })
-    return {"driver_loaded": driver_loaded, "driver_version": gpu["driver_version"], "gpus": gpus,
+    return {"driver_loaded": driver_loaded, "driver_version": driver_version or gpu["driver_version"], "gpus": gpus,
             "acs": render_pci.acs_offsets(profile), "iommu": iommu_mode}
 
 
@@ -77,9 +78,12 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
     unloaded = "driver-unloaded" in faults or not kmod.loads(root, release, modules_plan)
     render_cpu.render_cpu(os.path.join(out, "sys/devices/system/cpu"), profile, cmdline)
     render_cpu.render_node(os.path.join(out, "sys/devices/system/node"), profile)
-    render_pci.render(out, profile, lost_index=lost, degraded_index=_index(faults, "link-degraded", 0))
+    render_pci.render(out, profile, lost_index=lost, degraded_index=_index(faults, "link-degraded", 0),
+                      vfio_bdf=(faults.get("vfio-bound") or render_pci.NVME_BDF) if "vfio-bound" in faults else None)
     modules = render_kernel.loaded_modules(profile, root, cmdline, unloaded)
-    render_kernel.render_modules(os.path.join(out, "sys/module"), modules, profile["gpu"]["driver_version"])
+    # old-driver: an older driver installed (same module files): the version it reports.
+    driver = faults.get("old-driver") or profile["gpu"]["driver_version"]
+    render_kernel.render_modules(os.path.join(out, "sys/module"), modules, driver)
     render_kernel.render_security(os.path.join(out, "sys/kernel/security"), "lockdown" in faults)
     sysctls = sysctl.apply(root, profile["sysctl"])
     write(os.path.join(out, "proc/cmdline"), cmdline)
@@ -92,4 +96,4 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
         json.dump(modules_plan, f)
     with open(os.path.join(out, NVIDIA_SMI_MODEL), "w") as f:
         mode = iommu.mode(cmdline, profile["cpu"]["vendor_id"], profile["pci"].get("iommu", iommu.TRANSLATED))
-        json.dump(gpu_model(profile, hostname, lost, "nvidia" in modules, mode), f, indent=1)
+        json.dump(gpu_model(profile, hostname, lost, "nvidia" in modules, mode, driver), f, indent=1)

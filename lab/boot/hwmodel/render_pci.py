@@ -13,6 +13,8 @@ AUDIO_CLASS, BRIDGE_CLASS, NVME_CLASS = 0x040300, 0x060400, 0x010802
 MEM32, MEM64, MEM64_PREF = 0x40200, 0x140204, 0x14220C
 DEVICES, BUS = "sys/devices", "sys/bus/pci/devices"
 ROOT_PORT_DEV = (1, 1)  # root ports at RR:01.1, as on AMD EPYC
+NVME_BDF = "0000:01:00.0"
+VFIO_DRIVER = "sys/bus/pci/drivers/vfio-pci"
 # Defaults for profiles that leave them out: ACS Control at power-on (source validation, P2P
 # request and completion redirect, upstream forwarding, as the kernel enables them under an
 # IOMMU), BAR1 window of 128 GiB.
@@ -109,11 +111,12 @@ def _nvme(out, pci):
               resources=[(0xF8000000, 0x4000, MEM64)])
 
 
-def render(out, profile, lost_index=None, degraded_index=None):
+def render(out, profile, lost_index=None, degraded_index=None, vfio_bdf=None):
     """Write OUT/sys/devices/pci0000:RR/... and OUT/sys/bus/pci/devices.
 
     degraded_index: the root port above that GPU's switch is configured x4 (BIOS bifurcation),
-    so the link to the switch trains at x4.
+    so the link to the switch trains at x4. vfio_bdf: that function is bound to vfio-pci
+    (handed to a VM): its `driver` link points at the vfio-pci driver, as the kernel's does.
     """
     os.makedirs(os.path.join(out, BUS), exist_ok=True)
     pci, gpu = profile["pci"], profile["gpu"]
@@ -133,6 +136,17 @@ def render(out, profile, lost_index=None, degraded_index=None):
             down = _bridge(out, up, _bdf(rbus + 2, k), (rbus + 2, bus, bus), pci["switch_vendor"],
                            pci["switch_device"], pciconfig.SWITCH_DOWN, pci, link, node, acs=pci.get("switch_acs"))
             _gpu(out, down, profile, index, bus, node, devctl, link, index == lost_index)
+    if vfio_bdf:
+        _bind(out, vfio_bdf, VFIO_DRIVER)
+
+
+def _bind(out, bdf, driver):
+    """BDF's `driver` link, relative like the kernel's (../../../bus/pci/drivers/NAME); the driver
+    directory itself is the booted kernel's, not modelled."""
+    function = os.path.realpath(os.path.join(out, BUS, bdf))
+    if not os.path.isdir(function):
+        raise ValueError(f"vfio-bound: no PCI function {bdf} in this profile")
+    os.symlink(os.path.relpath(os.path.join(out, driver), function), os.path.join(function, "driver"))
 
 
 def _gpu(out, parent, profile, index, bus, node, devctl, link, lost):

@@ -3,14 +3,21 @@ exercised with real pciutils and the infertune modules' own code."""
 import os
 import re
 import subprocess
+import sys
 
 import pytest
-from ansible.module_utils.infertune_node.gate import Gate
+from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from ansible.module_utils.infertune_node.pcie_acs import apply_acs
 from ansible.module_utils.infertune_node.pcie_fabric import check, cmdline_params
-from labhw import BOOT, pci_tool
+from labhw import BOOT, REPO, pci_tool
+from verifycheck import load, outcome
 
 from hwmodel import iommu  # noqa: E402
+
+VERIFY = os.path.join(REPO, "tests", "verify")
+sys.path.insert(0, VERIFY)
+import pci_probe  # noqa: E402
+from expected import expected_values  # noqa: E402
 
 TOOL = os.path.join(BOOT, "nvidia-smi")
 CLASSES = ["0x0300", "0x0302"]
@@ -112,3 +119,40 @@ def test_recommended_command_line_gives_the_lab_the_mode_asked_for(vendor, mode)
     # What the roles will put on the command line reads back, in the lab, as the mode asked for.
     params, _remove = cmdline_params(vendor, mode)
     assert iommu.mode("BOOT_IMAGE=x ro " + " ".join(params), vendor, "translated") == mode
+
+
+def test_vfio_bound_device_makes_acs_refuse_until_forced(render_host, seed):
+    hw = render_host(seed, faults={"vfio-bound": ""})
+    link = hw / "sys/bus/pci/devices/0000:01:00.0/driver"
+    assert os.readlink(link) == "../../../../bus/pci/drivers/vfio-pci"
+    assert not (hw / "sys/bus/pci/devices/0000:13:00.0/driver").exists()
+    before = (hw / "sys/bus/pci/devices/0000:10:01.1/config").read_bytes()
+    with pytest.raises(TuningError, match="0000:01:00.0 bound to vfio-pci"):
+        apply_acs(str(hw), "0x10de", CLASSES, False, Gate())
+    assert (hw / "sys/bus/pci/devices/0000:10:01.1/config").read_bytes() == before
+    assert apply_acs(str(hw), "0x10de", CLASSES, True, Gate())["changed"]
+    gpu_audio = render_host(seed, faults={"vfio-bound": "0000:14:00.1"})
+    assert os.path.basename(os.readlink(gpu_audio / "sys/bus/pci/devices/0000:14:00.1/driver")) == "vfio-pci"
+    with pytest.raises(ValueError, match="no PCI function 0000:99:00.0"):
+        render_host(seed, faults={"vfio-bound": "0000:99:00.0"})
+
+
+def test_the_verification_judges_the_modelled_fabric(render_host, seed):
+    """tests/verify's fabric checks on a rendered seed host, as the lab's verify suite runs them."""
+    checks = load("test_pcie_fabric")
+    hw = render_host(seed, cmdline=PT)
+    want = expected_values({})
+    memory = smi(hw, "--query-gpu=pci.bus_id,memory.total", "--format=csv,noheader,nounits")[1]
+    p2p = lambda: [smi(hw, "topo", "-p2p", m)[1] + "rc=0\n" for m in "rw"]  # noqa: E731
+    functions = {f["bdf"]: f for f in pci_probe.probe(str(hw / "sys/bus/pci/devices"))}
+    assert "redirect on at 12:" in outcome(checks.test_pcie_acs, "lab", functions, want)
+    assert "write NS (not supported)" in outcome(checks.test_pcie_p2p, "lab", p2p(), want)
+    assert outcome(checks.test_pcie_links, "lab", functions, want) == "pass"
+    assert outcome(checks.test_pcie_bar1, "lab", functions, memory, want) == "pass"
+    apply_acs(str(hw), "0x10de", CLASSES, False, Gate())
+    functions = {f["bdf"]: f for f in pci_probe.probe(str(hw / "sys/bus/pci/devices"))}
+    assert outcome(checks.test_pcie_acs, "lab", functions, want) == "pass"
+    assert outcome(checks.test_pcie_p2p, "lab", p2p(), want) == "pass"
+    narrow = {f["bdf"]: f for f in pci_probe.probe(str(render_host(seed, faults={"link-degraded": ""})
+                                                       / "sys/bus/pci/devices"))}
+    assert "0000:10:01.1 is configured for x4" in outcome(checks.test_pcie_links, "lab", narrow, want)

@@ -57,3 +57,10 @@ def test_lost_gpu(render_host, seed):
     assert out.splitlines()[3] == ("Unable to determine the device handle for GPU 0000:34:00.0: "
                                    "GPU is lost. Reboot the system to recover this GPU")
     assert out.splitlines()[4] == "4"
+
+
+def test_old_driver_is_what_nvidia_smi_and_sysfs_report(render_host, xeon):
+    hw = render_host(xeon, faults={"old-driver": "570.172.08"})
+    rc, out = smi(hw, "--query-gpu=driver_version", "--format=csv,noheader")
+    assert rc == 0 and out.splitlines() == ["570.172.08"] * 4
+    assert (hw / "sys/module/nvidia/version").read_text().strip() == "570.172.08"

@@ -1,0 +1,122 @@
+"""The PCIe fabric under the GPUs (role pcie): ACS redirect off on every port above a GPU,
+P2P reads and writes OK between all GPUs, and the gates the plan ran (links at capability,
+BAR1 at least the GPU's memory) still hold."""
+import json
+from pathlib import Path
+
+import pytest
+
+from expected import truthy
+from module_utils.infertune_node.gate import TuningError
+from module_utils.infertune_node.gpu_query import sysfs_bdf
+from module_utils.infertune_node.pcie_fabric import (P2P_STATUS, config_link_regs, link_failures, p2p_matrix,
+                                                     path_pairs)
+from outcome import mismatch, not_applicable
+from readings import sections
+from test_pcie_mrrs import is_target
+
+PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
+REDIRECT = 0x000C  # ACS Control bit 2 P2P Request Redirect, bit 3 P2P Completion Redirect
+
+
+@pytest.fixture(scope="module")
+def functions(run, name):
+    result = run("python3 -c %s", PROBE)
+    if result.rc != 0:
+        pytest.fail(f"{name}: ACS redirect: could not read PCI config space: {result.stderr.strip()[-300:]}",
+                    pytrace=False)
+    return {f["bdf"]: f for f in json.loads(result.stdout)}
+
+
+def test_pcie_acs(name, functions, want):
+    if not truthy(want["pcie_acs_clear_redirect"]):
+        not_applicable(name, "ACS redirect", "pcie_acs_clear_redirect is false")
+    ports = sorted({port for f in functions.values() if is_target(f, want) for port in f["ports"]})
+    if not ports:
+        not_applicable(name, "ACS redirect", "no GPU behind a PCI bridge (no port to judge)")
+    unreadable = [p for p in ports if functions.get(p, {}).get("config_bytes", 0) < 4096]
+    if unreadable:
+        mismatch(name, "ACS redirect", "ACS Control readable on every port above the GPUs",
+                 "extended config space unreadable (need root) on " + ", ".join(unreadable))
+    judged = [p for p in ports if functions[p]["acs"] is not None]
+    on = [f"{p} ({functions[p]['acs']:#06x})" for p in judged if functions[p]["acs"] & REDIRECT]
+    if on:
+        mismatch(name, "ACS redirect", f"P2P request and completion redirect off on the {len(judged)} port(s) above"
+                 " the GPUs that have ACS", f"redirect on at {len(on)}: " + ", ".join(on))
+
+
+@pytest.fixture(scope="module")
+def p2p(sh):
+    """`nvidia-smi topo -p2p r` and `-p2p w`, in one command."""
+    return sections(sh("nvidia-smi topo -p2p r 2>&1; echo \"rc=$?\"; echo @@; nvidia-smi topo -p2p w 2>&1;"
+                       " echo \"rc=$?\""), 2)
+
+
+def test_pcie_p2p(name, p2p, want):
+    if not truthy(want["pcie_acs_clear_redirect"]):
+        not_applicable(name, "P2P matrix", "pcie_acs_clear_redirect is false")
+    bad = []
+    for mode, text in zip(("read", "write"), p2p):
+        body, _, rc = text.rstrip().rpartition("rc=")
+        if rc.strip() == "127":
+            not_applicable(name, "P2P matrix", "nvidia-smi is not installed")
+        if rc.strip() != "0":
+            mismatch(name, "P2P matrix", f"nvidia-smi topo -p2p {mode[0]} OK between all GPUs",
+                     f"rc={rc.strip()}: {body.strip()[-200:]}")
+        matrix = p2p_matrix(body)
+        if not matrix:
+            not_applicable(name, "P2P matrix", "fewer than two GPUs")
+        pairs = {}
+        for (i, j), status in sorted(matrix.items()):
+            if status != "OK":
+                pairs.setdefault(status, []).append(f"GPU{i}->GPU{j}")
+        bad += [f"{mode} {status} ({P2P_STATUS.get(status, status)}) between {', '.join(p)}"
+                for status, p in pairs.items()]
+    if bad:
+        mismatch(name, "P2P matrix", "P2P read and write OK between all GPUs", "; ".join(bad))
+
+
+def gates(want):
+    return set(want["pcie_fabric_gates"])
+
+
+def test_pcie_links(name, functions, want):
+    judged = gates(want) & {"width", "speed"}
+    if not judged:
+        not_applicable(name, "PCIe links", "pcie_fabric_gates has neither width nor speed")
+    failures, seen = [], set()
+    for gpu in sorted(b for b, f in functions.items() if is_target(f, want)):
+        path = [gpu] + functions[gpu]["ports"]
+        try:
+            regs = {b: config_link_regs(bytes.fromhex(functions[b]["head"]), b) for b in path}
+        except (KeyError, TuningError) as exc:
+            mismatch(name, "PCIe links", "every link on the GPU paths readable", str(exc))
+        for up, dev, ur, dr in path_pairs(path, regs):
+            if (up, dev) not in seen:
+                seen.add((up, dev))
+                failures += [f for f in link_failures(up, dev, ur, dr) if f.split(":")[0] in judged]
+    if not seen:
+        not_applicable(name, "PCIe links", "no GPU behind a PCIe port")
+    if failures:
+        mismatch(name, "PCIe links", f"{len(seen)} link(s) on the GPU paths at their {' and '.join(sorted(judged))}",
+                 "; ".join(failures))
+
+
+@pytest.fixture(scope="module")
+def memory(sh):
+    """nvidia-smi's bus id and memory of every GPU, one CSV line each (or its error)."""
+    return sh("nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv,noheader,nounits 2>&1")
+
+
+def test_pcie_bar1(name, functions, memory, want):
+    if "bar1" not in gates(want):
+        not_applicable(name, "BAR1", "bar1 is not in pcie_fabric_gates")
+    rows = [line.split(", ") for line in memory.splitlines() if line.count(", ") == 1]
+    sizes = {sysfs_bdf(bus.strip()): int(mib) for bus, mib in rows if mib.strip().isdigit()}
+    if not sizes:
+        not_applicable(name, "BAR1", "nvidia-smi reports no GPU memory: " + memory.strip()[-200:])
+    small = [f"{bdf}: {functions[bdf]['bar1'] >> 20} MiB for {sizes[bdf]} MiB"
+             for bdf in sorted(sizes) if bdf in functions and functions[bdf]["bar1"] >> 20 < sizes[bdf]]
+    if small:
+        mismatch(name, "BAR1", "BAR1 at least the GPU's memory on every GPU (Resizable BAR, Above 4G Decoding)",
+                 ", ".join(small))
