@@ -2,6 +2,13 @@
 from .files import install
 from .gate import Gate, TuningError
 
+# What is-enabled says of a unit no file defines: "not-found", or on older systemd nothing
+# on stdout and a non-zero status ("unknown" here; the error goes to stderr).
+MISSING = ("not-found", "unknown")
+# States `systemctl enable` cannot change: no [Install] section of the unit's own (Ubuntu's
+# nvidia-persistenced.service is static), made by a generator, or runtime-only.
+NOT_ENABLEABLE = ("static", "indirect", "generated", "transient")
+
 
 def _state(gate, verb, unit):
     # Read-only queries run in check mode too; an unknown unit answers non-zero with a word.
@@ -23,6 +30,13 @@ def apply_unit(root, unit, files, enabled, started, gate):
         raise TuningError("unit %s: systemctl manages the running system only" % unit)
     installed = install(root, files, gate)
     before = {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
+    # A unit a package ships (no files of ours to write) must be there and enableable: else
+    # systemctl fails after the plan (never under --check), or the enable never sticks.
+    if not installed["changed"] and before["enabled"] in MISSING:
+        raise TuningError("%s: no such unit on this host (systemctl is-enabled: %s)" % (unit, before["enabled"]))
+    if not installed["changed"] and enabled and before["enabled"] in NOT_ENABLEABLE:
+        raise TuningError("%s: systemctl cannot enable it to start at boot (is-enabled: %s)"
+                          % (unit, before["enabled"]))
     after = dict(before)
     if installed["changed"]:
         gate.run_or_fail(["systemctl", "daemon-reload"])
@@ -37,4 +51,4 @@ def apply_unit(root, unit, files, enabled, started, gate):
     return {"changed": changed, "before": before, "after": after, "files": installed["files"],
             "diff": installed["diff"],
             "msg": "%s: %s" % (unit, ", ".join(installed["files"]) + " written" if installed["files"]
-                               else "files in place")}
+                               else "files in place" if files else "%(enabled)s, %(active)s" % after)}

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.lab
 # IOMMU translating so P2P reads CNS) and nothing installed. Its 8 GPUs of compute 12.0 already match, and nothing wrote elsewhere.
 UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_governor", "cpufreq_epp",
                "no_deep_cstates", "numa_balancing", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
-               "tuning_persistence", "pcie_acs", "pcie_p2p"}
+               "tuning_persistence", "pcie_acs", "pcie_p2p", "nvidia_persistence"}
 UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
 
 

@@ -1,9 +1,10 @@
-"""NVIDIA module options (role nvidia) and the GPUs the gate expects (role gpu_gate)."""
+"""NVIDIA module options and persistence mode (role nvidia) and the GPUs the gate expects (role gpu_gate)."""
 import shlex
 
 import pytest
 
-from outcome import mismatch
+from expected import truthy
+from outcome import mismatch, not_applicable
 from readings import grep_files, sections
 
 BOOLEAN = {"y": "1", "yes": "1", "true": "1", "on": "1", "n": "0", "no": "0", "false": "0", "off": "0"}
@@ -78,3 +79,32 @@ def test_gpu_compute_capability(name, gpus, want):
     wrong = [f"GPU {index} ({bus}): {cc}" for index, bus, cc in rows if cc != expected]
     if wrong:
         mismatch(name, "GPU compute capability", f"{expected} on every GPU", ", ".join(wrong))
+
+
+# The daemon's unit and every GPU's mode, in one command.
+PERSISTENCE = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState 2>&1;"
+               " echo @@; nvidia-smi --query-gpu=index,persistence_mode --format=csv,noheader 2>&1")
+
+
+def test_nvidia_persistence(name, sh, want):
+    knob, gate = truthy(want["nvidia_persistence_enabled"]), truthy(want["gpu_gate_require_persistence"])
+    if not (knob or gate):
+        not_applicable(name, "persistence mode",
+                       "nvidia_persistence_enabled and gpu_gate_require_persistence are false")
+    unit, smi = sections(sh(PERSISTENCE), 2)
+    state = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line)
+    modes = {}
+    for line in smi.splitlines():
+        index, _, mode = (field.strip() for field in line.partition(","))
+        if index.isdigit():
+            modes.setdefault(mode, []).append(index)
+    problems = []
+    if knob and (state.get("UnitFileState"), state.get("ActiveState")) != ("enabled", "active"):
+        problems.append("nvidia-persistenced.service " + (", ".join(f"{k} {v or '-'}" for k, v in sorted(state.items()))
+                                                          or unit.strip()[-200:]))
+    problems += [f"{mode} on GPU {', '.join(indexes)}" for mode, indexes in sorted(modes.items()) if mode != "Enabled"]
+    if not modes:
+        problems.append("no GPU answered (nvidia-smi: " + smi.strip()[-300:] + ")")
+    if problems:
+        unit_wanted = "nvidia-persistenced.service enabled and active, " if knob else ""
+        mismatch(name, "persistence mode", unit_wanted + "Enabled on every GPU", "; ".join(problems))

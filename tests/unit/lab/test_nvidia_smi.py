@@ -1,6 +1,8 @@
 """The lab's nvidia-smi against rendered models: formats, ids, and failure modes."""
 import os
+import signal
 import subprocess
+import time
 
 from labhw import BOOT
 
@@ -64,3 +66,40 @@ def test_old_driver_is_what_nvidia_smi_and_sysfs_report(render_host, xeon):
     rc, out = smi(hw, "--query-gpu=driver_version", "--format=csv,noheader")
     assert rc == 0 and out.splitlines() == ["570.172.08"] * 4
     assert (hw / "sys/module/nvidia/version").read_text().strip() == "570.172.08"
+
+
+PERSISTENCED = os.path.join(BOOT, "nvidia-persistenced")
+PERSISTENCE = ("--query-gpu=persistence_mode", "--format=csv,noheader")
+
+
+def persistenced(hw):
+    return subprocess.run([PERSISTENCED, "--user", "root"], capture_output=True, text=True, timeout=10,
+                          env={**os.environ, "LAB_HW_DIR": str(hw)})
+
+
+def test_persistence_mode_is_on_while_the_daemon_holds_the_gpus(render_host, seed):
+    hw = render_host(seed)
+    assert smi(hw, *PERSISTENCE) == (0, "Disabled\n" * 8)
+    # The parent returns once the daemon holds the GPUs (Type=forking): no wait for the answer.
+    assert persistenced(hw).returncode == 0
+    pid_file = hw / "nvidia-persistenced.pid"
+    pid = int(pid_file.read_text())
+    try:
+        assert smi(hw, *PERSISTENCE) == (0, "Enabled\n" * 8)
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert smi(hw, *PERSISTENCE) == (0, "Disabled\n" * 8)
+    # Where the lab's unit tells systemd to look for it.
+    unit = open(os.path.join(BOOT, "nvidia-persistenced.service")).read()
+    assert "Type=forking\nPIDFile=/run/lab-hw/nvidia-persistenced.pid\n" in unit
+
+
+def test_persistenced_fails_without_the_driver(render_host, seed):
+    hw = render_host(seed, faults={"driver-unloaded": ""})
+    proc = persistenced(hw)
+    assert proc.returncode == 1
+    assert proc.stderr == "nvidia-persistenced failed to initialize. Check syslog for more details.\n"
+    assert not (hw / "nvidia-persistenced.pid").exists()
