@@ -4,8 +4,8 @@ verification result, as Markdown (readable at a glance for dozens of hosts) and 
     python -m infertune.report [--dir reports] [--hosts h1,h2,...]
 
 Reads DIR/hosts/<host>.json (one fragment per host: the knob results of the last run,
-infertune_results, which infertune.verify records; the decode floor and the backend A/B
-add their keys there) and DIR/verify/*.xml
+infertune_results, which infertune.verify records; the decode floor, the backend A/B and
+the interconnect measurement add their keys there) and DIR/verify/*.xml
 (JUnit XML of tests/verify, any number of hosts per file); writes DIR/fleet.md and
 DIR/fleet.json.
 """
@@ -171,6 +171,24 @@ def decode(fragment):
     return out
 
 
+def interconnect(fragment):
+    """Lowest peer P2P bandwidth and all-reduce bus bandwidth, when the benchmark measured the
+    interconnect; notes say which tool was missing, failed or found wrong values."""
+    measured = fragment.get("interconnect")
+    if not measured:
+        return None
+    p2p, reduce = measured.get("p2p") or {}, measured.get("all_reduce") or {}
+    notes = [f"{label}: {entry['status']}" + (f" ({entry['warning']})" if entry.get("warning") else "")
+             for label, entry in (("P2P", p2p), ("all-reduce", reduce))
+             if entry and (entry["status"] != "measured" or entry.get("warning"))]
+    if reduce.get("wrong"):
+        notes.append(f"all-reduce: {reduce['wrong']} wrong values")
+    return {"measured_at": measured.get("measured_at"),
+            **{k: p2p.get(k) for k in ("gpus", "min_peer_bidirectional_gbps", "pairs_without_p2p")},
+            **{k: reduce.get(k) for k in ("avg_busbw_gbps", "peak_busbw_gbps", "peak_size_bytes", "wrong")},
+            "notes": notes}
+
+
 def record_label(fragment, stale=False):
     """When the host's tuning record was written and whether it applied anything: a record
     of a --check run, or of a run that applied nothing to the host, never reads as tuned."""
@@ -195,6 +213,8 @@ def why(result, failing_labels, entry):
     rollout = (entry or {}).get("rollout")
     if not rollout:
         return "no verification result"
+    if rollout.get("stopped"):
+        return str(rollout["stopped"])
     if rollout.get("failure"):
         return f"failed in stage {rollout['stage']}: {str(rollout['failure']).strip().splitlines()[0]}"
     if entry.get("verify"):
@@ -241,6 +261,7 @@ def build(fragments, verified, hosts=None, run=None):
             "check_mode": fragments.get(host, {}).get("check_mode"),
             "knobs": rows,
             "decode": decode(fragments.get(host, {})),
+            "interconnect": interconnect(fragments.get(host, {})),
         }
     totals = {}
     for entry in report["hosts"].values():
@@ -302,6 +323,17 @@ def markdown(report):
             ms = f"{d['ms_per_token']:.2f}" if "ms_per_token" in d else "—"
             share = f"{d['of_floor_percent']:.0f}%" if "of_floor_percent" in d else "—"
             lines.append(f"| {host} | {d.get('model', '—')} | {floor} | {d.get('backend', '—')} | {ms} | {share} |")
+    linked = {h: e["interconnect"] for h, e in hosts.items() if e["interconnect"]}
+    if linked:
+        lines += ["", "## GPU interconnect (measured, not required)", "",
+                  "| host | GPUs | lowest peer P2P, bidirectional | all-reduce bus bandwidth avg / peak | notes |",
+                  "| --- | --- | --- | --- | --- |"]
+        for host, i in linked.items():
+            low, avg = i["min_peer_bidirectional_gbps"], i["avg_busbw_gbps"]
+            p2p = f"{low:.1f} GB/s" if low is not None else "—"
+            busbw = f"{avg:.1f} / {i['peak_busbw_gbps']:.1f} GB/s" if avg is not None else "—"
+            notes = clip("; ".join(i["notes"])) or "—"
+            lines.append(f"| {host} | {i['gpus'] or '—'} | {p2p} | {busbw} | {notes} |")
     lines += ["", "## Per host: before → after, verification", ""]
     for host, entry in hosts.items():
         lines += [f"<details><summary>{host}: {entry['result']}, {entry['record']}</summary>", "",

@@ -437,6 +437,8 @@ def http_url():
 
 
 _IDENT = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+# A tool the benchmark runs on the host: a bare name (looked up there) or an absolute path.
+_TOOL, _TOOL_DOC = r"[A-Za-z0-9._+-]+|/[A-Za-z0-9._+/-]+", "a bare name or an absolute path [A-Za-z0-9._+/-]"
 _HEX4 = pattern(r"0x[0-9a-fA-F]{4}", "hex, 0x and 4 digits")
 _SECONDS_DAY = 86400
 
@@ -501,11 +503,16 @@ RULES = {
     "benchmark_warmup": [number_range(0, 1000)],
     "benchmark_max_new_tokens": [number_range(2, 1_000_000)],
     "benchmark_request_timeout": [number_range(1, _SECONDS_DAY, " s")],
+    "benchmark_interconnect_timeout": [number_range(1, _SECONDS_DAY, " s")],
+    "benchmark_p2p_test_path": [pattern(_TOOL, _TOOL_DOC)],
+    "benchmark_all_reduce_path": [pattern(_TOOL, _TOOL_DOC)],
+    "benchmark_all_reduce_args": [each(pattern(r"[A-Za-z0-9._=:,+/-]+", "an argument [A-Za-z0-9._=:,+/-]"))],
     "benchmark_gpu": [pattern(r"[A-Za-z0-9 ._()/+-]*", "a GPU key or name [A-Za-z0-9 ._()/+-]", allow_empty=True)],
     # rollout (playbooks/vars/rollout.yml)
     "rollout_canary_count": [number_range(1, 100_000)],
     "rollout_batches": [non_empty(), each(batch())],
     "rollout_max_failures": [count_or_percent()],
+    "rollout_connect_timeout": [number_range(1, _SECONDS_DAY, " s")],
 }
 
 # The rollout shape is no role: declared here, in argument_specs form, until it has a spec file
@@ -525,6 +532,11 @@ ROLLOUT_SPEC = {
             "type": "raw", "default": "25%",
             "description": "Failures the whole rollout may have before it stops (checked before every batch), as a"
                            " count or a percentage of the run's hosts; failed plans and lost hosts count.",
+        },
+        "rollout_connect_timeout": {
+            "type": "int", "default": 60,
+            "description": "Seconds a host is waited for at the start of its batch; one that does not answer by then"
+                           " fails with the reason and counts against rollout_max_failures.",
         },
         "rollout_allow_single_batch": {
             "type": "bool", "default": False,

@@ -68,6 +68,11 @@ def test_check_mode_reports_changes_and_alters_nothing(hosts, power_on):
     ("cpu_power_governor=turbo", "cpu_power_governor"),
     ("cpu_power_epp=max_speed", "cpu_power_epp"),
     ("kernel_reboot_strategy=sometimes", "kernel_reboot_strategy"),
+    # The rollout shape: a canary of none, or one batch draining and rebooting every host at once.
+    ("rollout_canary_count=0", "rollout_canary_count"),
+    ("rollout_canary_count=-1", "rollout_canary_count"),
+    ("rollout_canary_count=abc", "rollout_canary_count"),
+    ('{"rollout_batches": ["100%"]}', "rollout_allow_single_batch"),
 ])
 def test_bad_input_is_refused_before_any_change(hosts, extra, variable):
     host = hosts[0]

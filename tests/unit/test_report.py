@@ -207,3 +207,29 @@ def test_a_rising_aer_count_is_a_warning_in_the_fabric_row(tmp_path):
     assert risen["after"].startswith("warning: AER counters rose: 0000:13:00.0 correctable 3 → 7; PCIe fabric")
     # Counters start again at zero after a reboot: lower is no warning.
     assert "aer_rising" not in run({"0000:13:00.0": {"correctable": 0}})
+
+
+def test_interconnect_measurement_in_the_report_and_kept_by_a_tuning_run(tmp_path):
+    write(tmp_path)
+    hosts = tmp_path / "hosts"
+    report.merge_into_host_report(hosts / "gpu-01.json", "interconnect", {
+        "measured_at": "2026-11-30T11:00:00",
+        "p2p": {"status": "measured", "gpus": 8, "min_peer_bidirectional_gbps": 99.09, "pairs_without_p2p": []},
+        "all_reduce": {"status": "measured", "avg_busbw_gbps": 20.827, "peak_busbw_gbps": 49.61,
+                       "peak_size_bytes": 8589934592, "wrong": 4, "warning": "exit status 1"}})
+    report.merge_into_host_report(hosts / "gpu-02.json", "interconnect", {
+        "measured_at": "2026-11-30T11:00:00", "p2p": {"status": "not installed"},
+        "all_reduce": {"status": "failed", "warning": "exit status 1; no result rows"}})
+    # site.yml rewrites the host's tuning record: the measurement stays.
+    report.record(hosts, {"gpu-01": {"results": FRAGMENT["results"], "check_mode": False}})
+    report.main(["--dir", str(tmp_path), "--hosts", "gpu-01,gpu-02,gpu-03"])
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    one = fleet["hosts"]["gpu-01"]["interconnect"]
+    assert one["min_peer_bidirectional_gbps"] == 99.09 and one["peak_size_bytes"] == 8589934592
+    assert one["notes"] == ["all-reduce: measured (exit status 1)", "all-reduce: 4 wrong values"]
+    assert fleet["hosts"]["gpu-03"]["interconnect"] is None
+    head = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[0]
+    assert ("| gpu-01 | 8 | 99.1 GB/s | 20.8 / 49.6 GB/s "
+            "| all-reduce: measured (exit status 1); all-reduce: 4 wrong values |") in head
+    assert "| gpu-02 | — | — | — | P2P: not installed; all-reduce: failed (exit status 1; no result rows) |" in head
+    assert "| gpu-03 |" not in head.split("## GPU interconnect", 1)[1]

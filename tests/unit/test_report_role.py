@@ -11,18 +11,17 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Two hosts drop out as a rollout leaves them: gpu-a failed in its drain (the rescue kept the
-# reason), gpu-b was lost in its reboot after a drain. The report then runs from a host
-# outside gpu_nodes (a batch where every host fails would end the playbook), as the verify
-# play runs for the hosts that are left.
+# Three hosts leave a rollout early: gpu-a failed in its drain (the rescue kept the reason and
+# ended the host), gpu-b was lost in its reboot after a drain (unreachable: it drops out of
+# the run), and the rollout stopped before gpu-c's batch. The verify play then runs for the
+# hosts that are left, as site.yml's does.
 PLAY = """- name: Roll out
-  hosts: all
+  hosts: gpu_nodes
   gather_facts: false
   tasks:
     - name: What the rollout recorded
-      when: inventory_hostname != 'controller'
       ansible.builtin.set_fact:
-        infertune_reached: "{{ {'gpu-a': 'drain', 'gpu-b': 'reboot'}[inventory_hostname] }}"
+        infertune_reached: "{{ {'gpu-a': 'drain', 'gpu-b': 'reboot', 'gpu-c': 'plan'}[inventory_hostname] }}"
         infertune_check_mode: false
         infertune_results:
           drain: {changed: "{{ inventory_hostname == 'gpu-b' }}", applied: true, before: active, after: stopped}
@@ -31,13 +30,20 @@ PLAY = """- name: Roll out
       ansible.builtin.set_fact:
         infertune_failure: "Stop unless the in-flight requests could be counted: cannot count"
       when: inventory_hostname == 'gpu-a'
-    - name: Drop out
+    - name: The stopped rollout's reason
+      ansible.builtin.set_fact:
+        rollout_stopped: "the rollout stopped before this host's batch: canary host(s) gpu-a did not converge"
+      when: inventory_hostname == 'gpu-c'
+    - name: Lost
       ansible.builtin.fail:
         msg: dropped
-      when: inventory_hostname != 'controller'
+      when: inventory_hostname == 'gpu-b'
+    - name: The rescue ends its host
+      ansible.builtin.meta: end_host
+      when: inventory_hostname == 'gpu-a'
 
 - name: Verify
-  hosts: controller
+  hosts: gpu_nodes
   gather_facts: false
   tasks:
     - name: Verify and report
@@ -49,8 +55,7 @@ PLAY = """- name: Roll out
 
 def test_hosts_that_dropped_out_say_how_far_they_got_and_why(tmp_path):
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-                         "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}}},
-                                      "other": {"hosts": {"controller": {}}}}}}
+                         "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}, "gpu-c": {}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(PLAY)
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
@@ -69,3 +74,12 @@ def test_hosts_that_dropped_out_say_how_far_they_got_and_why(tmp_path):
     assert hosts["gpu-b"]["rollout"] == {"stage": "reboot", "drained": True, "rebooted": False}
     assert hosts["gpu-b"]["reason"] == "failed or unreachable in stage reboot (the run's output names the task)"
     assert "**gpu-b** (not verified: failed or unreachable in stage reboot" in (tmp_path / "reports" / "fleet.md").read_text()
+    # Left out, not failed: the host that stopped the rollout fails, after the report.
+    assert hosts["gpu-c"]["result"] == "not verified"
+    assert hosts["gpu-c"]["reason"] == "the rollout stopped before this host's batch: canary host(s) gpu-a did not converge"
+    assert proc.returncode != 0
+    said = " ".join(out.split())
+    assert ("gpu-a: did not converge (stage drain): Stop unless the in-flight requests could be counted: cannot count"
+            in said), out[-3000:]
+    recap = {line.split()[0]: line for line in out.splitlines() if "failed=" in line}
+    assert "failed=1" in recap["gpu-a"] and "failed=0" in recap["gpu-c"], out[-1500:]

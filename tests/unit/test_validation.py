@@ -175,6 +175,10 @@ HOSTILE = [
     ("benchmark_backends", [], "must not be empty"),
     ("benchmark_backends", ["flashinfer cutlass"], "a name"),
     ("benchmark_start_server", "maybe", "true or false"),
+    ("benchmark_interconnect_timeout", 0, "1-86400"),
+    ("benchmark_p2p_test_path", "p2p; rm -rf /", "a bare name or an absolute path"),
+    ("benchmark_all_reduce_path", "../all_reduce_perf", "a bare name or an absolute path"),
+    ("benchmark_all_reduce_args", ["-g", "$(id)"], "an argument"),
     ("rollout_canary_count", 0, "1-100000"),
     ("rollout_canary_count", -1, "1-100000"),
     ("rollout_canary_count", "abc", "integer"),
@@ -190,6 +194,7 @@ HOSTILE = [
     ("rollout_max_failures", "101%", "0 <= N <= 100"),
     ("rollout_max_failures", "abc", "count >= 0"),
     ("rollout_allow_single_batch", "perhaps", "true or false"),
+    ("rollout_connect_timeout", 0, "1-86400"),
 ]
 
 
