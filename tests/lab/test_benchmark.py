@@ -1,6 +1,6 @@
 """The backend A/B on the lab: it runs up to the point where sglang would start, skips the
-backend the support check calls unsupported, runs the one FlashInfer only leaves undeclared,
-computes the decode floor from the model's headers on the host, and leaves the sglang files
+backend the support check calls unsupported, runs the one FlashInfer only leaves undeclared
+(and measures it where a server answers: the sglang stand-in), computes the decode floor from the model's headers on the host, and leaves the sglang files
 and service state as it found them, also when a backend fails to start."""
 import json
 import subprocess
@@ -61,6 +61,74 @@ def test_ab_renders_each_backend_and_restores_the_configuration(deployed, tmp_pa
         assert outcome["flashinfer_cutedsl"]["verdict"] == "undeclared"
         assert {outcome[b]["status"] for b in ("flashinfer_cutlass", "flashinfer_cutedsl", "triton")} == {"not_started"}
         assert "No backend was measured." in (tmp_path / "benchmark" / host / "summary.md").read_text()
+
+
+# sglang cannot run without GPUs: for one test the venv's interpreter hands
+# `-m sglang.launch_server ...` to the stand-in server (tests/unit/standin_sglang.py) and
+# anything else to the real interpreter, kept beside it; and p2pBandwidthLatencyTest is a
+# stand-in that prints a real run's output (tests/unit/fixtures/interconnect).
+VENV_PYTHON = "/opt/sglang/venv/bin/python3"
+STANDIN = "/opt/standin"
+STANDIN_PYTHON = f"""#!/bin/sh
+if [ "$1" = -m ] && [ "$2" = sglang.launch_server ]; then
+  shift 2
+  exec /usr/bin/python3 {STANDIN}/standin_sglang.py "$@"
+fi
+exec {VENV_PYTHON}.lab-real "$@"
+"""
+
+
+P2P_TOOL = "/usr/local/bin/p2pBandwidthLatencyTest"
+P2P_OUTPUT = ROOT / "tests" / "unit" / "fixtures" / "interconnect" / "p2p_a100_nvlink_8gpu.txt"
+
+
+@pytest.fixture
+def standin_server():
+    host = HOSTS[0]
+    on_host(host, f"mkdir -p {STANDIN} && mv {VENV_PYTHON} {VENV_PYTHON}.lab-real && "
+                  f"cat > {VENV_PYTHON} <<'EOF'\n{STANDIN_PYTHON}EOF\nchmod 0755 {VENV_PYTHON}")
+    try:
+        proc = subprocess.run(
+            [str(BIN / "ansible"), host, "-m", "ansible.builtin.copy",
+             "-a", f"src={ROOT / 'tests' / 'unit' / 'standin_sglang.py'} dest={STANDIN}/ mode=0644"],
+            cwd=ROOT, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        proc = subprocess.run(
+            [str(BIN / "ansible"), host, "-m", "ansible.builtin.copy",
+             "-a", f"src={P2P_OUTPUT} dest={STANDIN}/p2p.txt mode=0644"],
+            cwd=ROOT, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        on_host(host, f"printf '#!/bin/sh\\ncat {STANDIN}/p2p.txt\\n' > {P2P_TOOL} && chmod 0755 {P2P_TOOL}")
+        yield host
+    finally:
+        on_host(host, f"mv -f {VENV_PYTHON}.lab-real {VENV_PYTHON}; rm -rf {STANDIN} {P2P_TOOL}")
+
+
+def test_undeclared_backend_is_measured_where_a_server_answers(deployed, standin_server, tmp_path):
+    """The seed campaign's experiment: flashinfer_cutedsl on SM120, which FlashInfer leaves
+    undeclared, is deployed for the A/B (opted in), started and measured, then the host's own
+    configuration comes back. The interconnect tool the host has is run and recorded."""
+    host = standin_server
+    before = sglang_state(host)
+    rc, out = playbook("playbooks/benchmark.yml", "--limit", host, "-e", json.dumps(
+        {"benchmark_backends": ["flashinfer_cutedsl"], "benchmark_report_dir": str(tmp_path),
+         "benchmark_start_server": True, "sglang_allow_undeclared_backend": True, "benchmark_batch_sizes": [1, 2],
+         "benchmark_trials": 1, "benchmark_warmup": 0, "benchmark_max_new_tokens": 4}))
+    assert rc == 0, out[-6000:]
+    results = tmp_path / "benchmark" / host
+    backend = json.loads((results / "plan.json").read_text())["backends"][0]
+    assert backend == {"backend": "flashinfer_cutedsl", "verdict": "undeclared", "status": "measured", "reason": ""}
+    measured = json.loads((results / "flashinfer_cutedsl.json").read_text())
+    assert measured["backend"] == "flashinfer_cutedsl", measured
+    # The server that answered was started with the backend under test.
+    assert "--moe-runner-backend flashinfer_cutedsl" in on_host(host, "cat /var/log/sglang/server.log")
+    assert "flashinfer_cutedsl" in (results / "summary.md").read_text()
+    assert sglang_state(host) == before
+    # The interconnect, measured after the drain with the tool the host has, recorded with the one it lacks.
+    interconnect = json.loads((tmp_path / "hosts" / f"{host}.json").read_text())["interconnect"]
+    assert interconnect["p2p"]["status"] == "measured" and interconnect["p2p"]["gpus"] == 8, interconnect
+    assert interconnect["all_reduce"]["status"] == "not installed", interconnect
+    assert (results / "p2p.txt").read_text().rstrip("\n") == P2P_OUTPUT.read_text().rstrip("\n")
 
 
 def test_decode_floor_from_the_headers_on_the_host(deployed, tmp_path):

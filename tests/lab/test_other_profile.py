@@ -1,6 +1,7 @@
-"""A non-seed host (Intel Xeon, 4x H100): the play completes, the AMD parts are skipped
+"""Non-seed hosts. Intel Xeon with 4x H100: the play completes, the AMD parts are skipped
 and explained, NVFP4 runs there only through sglang's weight-only Marlin fallback (named in
-the plan and the report), and a second run changes nothing."""
+the plan and the report), and a second run changes nothing. 8x B200 (SM100): the backend the
+seed host cannot run (flashinfer_trtllm) is supported there, with its source in the report."""
 import json
 
 import pytest
@@ -10,11 +11,18 @@ from helpers import ROOT, labctl, on_host, playbook, recap
 pytestmark = pytest.mark.lab
 
 HOST = "lab-gpu-08"
+B200_HOST = "lab-gpu-07"
 
 
-def test_xeon_h100_host_converges_with_amd_parts_skipped(lab, tmp_path):
-    labctl("up", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map", f"{HOST}=xeon-h100")
-    playbook("lab/provision/sglang.yml", "--limit", f"localhost,{HOST}", check=True)
+@pytest.fixture(scope="module")
+def profiled(lab):
+    """One lab up for both: each host recreated with its profile, sglang's files on both."""
+    labctl("up", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map",
+           f"{HOST}=xeon-h100,{B200_HOST}=b200")
+    playbook("lab/provision/sglang.yml", "--limit", f"localhost,{HOST},{B200_HOST}", check=True)
+
+
+def test_xeon_h100_host_converges_with_amd_parts_skipped(profiled, tmp_path):
     expectations = tmp_path / "xeon.yml"
     expectations.write_text(f"gpu_nodes:\n  hosts:\n    {HOST}:\n      gpu_gate_expected_count: 4\n"
                             "      gpu_gate_compute_capability: \"9.0\"\n      sglang_tp: 4\n"
@@ -34,3 +42,22 @@ def test_xeon_h100_host_converges_with_amd_parts_skipped(lab, tmp_path):
     assert "processor.max_cstate=1" in cmdline and "amd_pstate=" not in cmdline
     rc, out = playbook(*args)
     assert rc == 0 and recap(out)[HOST]["changed"] == 0, out[-4000:]
+
+
+def test_b200_host_runs_the_sm100_backend(profiled, tmp_path):
+    expectations = tmp_path / "b200.yml"
+    expectations.write_text(f"gpu_nodes:\n  hosts:\n    {B200_HOST}:\n      gpu_gate_compute_capability: \"10.0\"\n"
+                            "      sglang_moe_runner_backend: flashinfer_trtllm\n")
+    args = ("site.yml", "-i", "inventory/lab", "-i", str(expectations), "--limit", B200_HOST)
+    on_host(B200_HOST, "rm -f /usr/local/sbin/sglang-launch")
+    rc, out = playbook(*args)
+    assert rc == 0, out[-6000:]
+    record = json.loads((ROOT / "reports" / "fleet.json").read_text())["hosts"][B200_HOST]
+    assert record["result"] == "pass", record
+    backend = record["knobs"]["backend"]["tuning"]
+    assert backend["after"].startswith("supported"), backend
+    assert "flashinfer_trtllm is supported" in backend["msg"], backend
+    assert "--moe-runner-backend flashinfer_trtllm" in " ".join(on_host(B200_HOST, "cat /etc/sglang/sglang.env"
+                                                                        " /usr/local/sbin/sglang-launch").split())
+    rc, out = playbook(*args)
+    assert rc == 0 and recap(out)[B200_HOST]["changed"] == 0, out[-4000:]

@@ -15,6 +15,7 @@ it. `/health`, `/health_generate` answer 200; like sglang's, they and /metrics n
 `metrics=False` (--no-metrics) answers /metrics with 404, as sglang does without the flag.
 
     python3 standin_sglang.py --host 0.0.0.0 --port 30000 --hold 20   # serve until killed
+    python3 standin_sglang.py <sglang.launch_server options>          # as the launch script runs it
 """
 from __future__ import annotations
 
@@ -167,15 +168,29 @@ class StandinSglang:
         return Handler
 
 
+def _config_api_key(path):
+    """The api-key of an sglang --config YAML file (the launch script writes `api-key: '...'`)."""
+    for line in open(path, encoding="utf-8"):
+        key, _, value = line.partition(":")
+        if key.strip() == "api-key":
+            value = value.strip()
+            return value[1:-1].replace("''", "'") if value.startswith("'") else value
+    return ""
+
+
 if __name__ == "__main__":
-    cli = argparse.ArgumentParser(description="sglang stand-in (tests only)")
+    # Also takes sglang.launch_server's own command line: the options it does not model
+    # are printed (the launch script sends them to the server log) and otherwise ignored.
+    cli = argparse.ArgumentParser(description="sglang stand-in (tests only)", allow_abbrev=False)
     cli.add_argument("--host", default="127.0.0.1")
     cli.add_argument("--port", type=int, default=30000)
     cli.add_argument("--hold", type=float, default=0.0, help="seconds each request stays in flight")
     cli.add_argument("--api-key", default="")
+    cli.add_argument("--config", help="sglang --config YAML file; only its api-key is read")
     cli.add_argument("--no-metrics", action="store_true", help="answer /metrics with 404 (no --enable-metrics)")
-    args = cli.parse_args()
-    with StandinSglang(max_requests=10**9, api_key=args.api_key, hold=args.hold, host=args.host,
+    args, others = cli.parse_known_args()
+    api_key = _config_api_key(args.config) if args.config else args.api_key
+    with StandinSglang(max_requests=10**9, api_key=api_key, hold=args.hold, host=args.host,
                        port=args.port, metrics=not args.no_metrics) as server:
-        print(f"serving on {server.url}", flush=True)
+        print(f"serving on {server.url}; sglang options not modelled: {' '.join(others)}", flush=True)
         threading.Event().wait()

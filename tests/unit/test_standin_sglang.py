@@ -60,3 +60,32 @@ def test_metrics_and_health_need_no_api_key_but_generate_does():
         generate(srv.url, results)
         generate(srv.url, results, {"Authorization": "Bearer secret"})
     assert results == [401, 200]
+
+
+def test_runs_from_sglang_launch_server_command_line(tmp_path):
+    """As the lab runs it for sglang.launch_server: the API key from --config, other options ignored."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = tmp_path / "secret-args.yaml"
+    config.write_text("api-key: 'it''s'\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("standin_sglang.py")), "--model-path", "/models/x",
+         "--moe-runner-backend", "flashinfer_cutedsl", "--enable-metrics", "--host", "127.0.0.1",
+         "--port", str(port), "--config", str(config)], stdout=subprocess.PIPE, text=True)
+    try:
+        said = server.stdout.readline()
+        assert "--moe-runner-backend flashinfer_cutedsl" in said and "--enable-metrics" in said
+        results = []
+        url = f"http://127.0.0.1:{port}"
+        generate(url, results)
+        generate(url, results, {"Authorization": "Bearer it's"})
+        assert results == [401, 200]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
