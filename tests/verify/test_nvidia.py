@@ -48,18 +48,32 @@ def test_nvidia_module_options(name, sh, want):
         mismatch(name, "NVIDIA module options", f"{expected} in {conf} and live", "; ".join(problems))
 
 
+# One round for the GPU tests: persistenced's unit, then every GPU (persistence mode too).
+GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState 2>&1; echo @@;"
+        " nvidia-smi --query-gpu=index,pci.bus_id,compute_cap,persistence_mode --format=csv,noheader 2>&1;"
+        " echo \"@@rc=$?\"")
+
+
 @pytest.fixture(scope="module")
-def gpus(sh):
-    """([(index, bus id, compute capability)], [lines nvidia-smi printed otherwise])."""
-    out = sh("nvidia-smi --query-gpu=index,pci.bus_id,compute_cap --format=csv,noheader 2>&1; echo \"@@rc=$?\"")
+def reading(sh):
+    """(persistenced's unit properties, [(index, bus id, compute capability, persistence mode)],
+    [lines nvidia-smi printed otherwise])."""
+    unit, smi = sections(sh(GPUS), 2)
     rows, other = [], []
-    for line in out.splitlines():
+    for line in smi.splitlines():
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) == 3 and fields[0].isdigit():
+        if len(fields) == 4 and fields[0].isdigit():
             rows.append(tuple(fields))
-        elif not line.startswith("@@rc=0"):
+        elif line.strip() and not line.startswith("@@rc=0"):
             other.append(line.replace("@@rc=", "exit status ").strip())
-    return rows, other
+    return dict(line.split("=", 1) for line in unit.splitlines() if "=" in line), rows, other
+
+
+@pytest.fixture(scope="module")
+def gpus(reading):
+    """([(index, bus id, compute capability)], [lines nvidia-smi printed otherwise])."""
+    _, rows, other = reading
+    return [row[:3] for row in rows], other
 
 
 def test_gpu_count(name, gpus, want):
@@ -81,30 +95,22 @@ def test_gpu_compute_capability(name, gpus, want):
         mismatch(name, "GPU compute capability", f"{expected} on every GPU", ", ".join(wrong))
 
 
-# The daemon's unit and every GPU's mode, in one command.
-PERSISTENCE = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState 2>&1;"
-               " echo @@; nvidia-smi --query-gpu=index,persistence_mode --format=csv,noheader 2>&1")
-
-
-def test_nvidia_persistence(name, sh, want):
+def test_nvidia_persistence(name, reading, want):
     knob, gate = truthy(want["nvidia_persistence_enabled"]), truthy(want["gpu_gate_require_persistence"])
     if not (knob or gate):
         not_applicable(name, "persistence mode",
                        "nvidia_persistence_enabled and gpu_gate_require_persistence are false")
-    unit, smi = sections(sh(PERSISTENCE), 2)
-    state = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line)
+    state, rows, other = reading
     modes = {}
-    for line in smi.splitlines():
-        index, _, mode = (field.strip() for field in line.partition(","))
-        if index.isdigit():
-            modes.setdefault(mode, []).append(index)
+    for index, _, _, mode in rows:
+        modes.setdefault(mode, []).append(index)
     problems = []
     if knob and (state.get("UnitFileState"), state.get("ActiveState")) != ("enabled", "active"):
         problems.append("nvidia-persistenced.service " + (", ".join(f"{k} {v or '-'}" for k, v in sorted(state.items()))
-                                                          or unit.strip()[-200:]))
+                                                          or "unknown"))
     problems += [f"{mode} on GPU {', '.join(indexes)}" for mode, indexes in sorted(modes.items()) if mode != "Enabled"]
     if not modes:
-        problems.append("no GPU answered (nvidia-smi: " + smi.strip()[-300:] + ")")
+        problems.append("no GPU answered (nvidia-smi: " + "; ".join(other)[-300:] + ")")
     if problems:
         unit_wanted = "nvidia-persistenced.service enabled and active, " if knob else ""
         mismatch(name, "persistence mode", unit_wanted + "Enabled on every GPU", "; ".join(problems))
