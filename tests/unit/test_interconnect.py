@@ -14,6 +14,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from fakehost import REPO
+from roletemplates import trusted
 from infertune import interconnect
 
 FIXTURES = REPO / "tests" / "unit" / "fixtures" / "interconnect"
@@ -182,16 +183,6 @@ def test_cli_merges_into_the_host_report_and_keeps_the_rest(tmp_path, capsys):
 
 
 # --- the role's step, through Ansible's own templating ----------------------------------------
-
-def trusted(value):
-    """Role files are trusted templates in a play; yaml.safe_load data is not, so mark it."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def task(name):

@@ -14,21 +14,11 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from fakehost import REPO
+from roletemplates import trusted
 
 ROLE = REPO / "roles" / "sglang"
 HOSTILE = ['/models/x"; touch /tmp/pwned; "', "/models/$(touch /tmp/pwned)"]
 SECRET = "s3cr3t-'key\"$(touch /tmp/pwned)"
-
-
-def trusted(value):
-    """Role files are trusted templates in a play; yaml.safe_load data is not, so mark it."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def role_vars(version="0.5.23", **overrides):
