@@ -24,28 +24,11 @@ from ansible.plugins.action import ActionBase
 
 try:
     from infertune import control_node, validation
+    from infertune.plain import plain
 except ImportError:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from infertune import control_node, validation
-
-
-def _plain(value, depth=0):
-    """Tagged/unsafe strings, lists and mappings from the templar as plain Python types."""
-    if depth > 40:
-        return value
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, dict):
-        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, depth + 1) for v in value]
-    return value
+    from infertune.plain import plain
 
 
 def _first_line(exc):
@@ -103,7 +86,7 @@ class ActionModule(ActionBase):
             if isinstance(raw, str) and "{{" in raw and raw == defaults.get(name):
                 continue
             try:
-                values[name] = _plain(self._templar.template(raw))
+                values[name] = plain(self._templar.template(raw))
             except Exception as exc:  # noqa: BLE001
                 detail = "(value hidden)" if declared[name].secret else _first_line(exc)
                 lines.append("host %s: %s: cannot be templated: %s" % (host, name, detail))

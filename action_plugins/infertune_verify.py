@@ -1,0 +1,87 @@
+"""infertune_verify: run tests/verify for the run's hosts and write the fleet report.
+
+Runs on the control node only. Hands `python -m infertune.verify` (one pytest-testinfra run
+for every host to verify, then reports/) one entry per host, built here from the hosts'
+variables: whether to verify it (in the play, not failed, not left out by a stopped
+rollout), the values it was tuned to (its variables among `expected`), its results, how to
+reach it (its `connection` variables; none when it has one of `secrets`, which are never
+handed over), and how far its rollout got.
+
+Options: dir (reports directory), hosts (every host of the run), fleet (every host of the
+inventory group, for the targets file), tests (verification tests; empty: all), expected,
+connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
+its result (pass, fail, not verified) and off, the details of its checks that failed or broke;
+fails when the verification itself broke (not when a knob is off: the report says so).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from ansible.plugins.action import ActionBase
+
+try:
+    from infertune.plain import plain
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from infertune.plain import plain
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def entry(host, facts, play_hosts, options, check_mode):
+    """What infertune.verify needs of one host, from its variables (a mapping)."""
+    results = plain(facts.get("infertune_results"))
+    applied = [k for k, v in (results or {}).items() if isinstance(v, dict) and v.get("applied") and v.get("changed")]
+    given = [n for n in options["connection"] if n in facts]
+    return {
+        "verify": host in play_hosts and "infertune_failure" not in facts and "rollout_stopped" not in facts,
+        "expected": {n: plain(facts[n]) for n in options["expected"] if n in facts},
+        "results": results,
+        "check_mode": plain(facts.get("infertune_check_mode", check_mode)),
+        "address": plain(facts.get("ansible_host", host)),
+        "connection": None if any(n in facts for n in options["secrets"]) else {n: plain(facts[n]) for n in given},
+        "rollout": {"stage": plain(facts.get("infertune_reached", "plan")), "drained": "drain" in applied,
+                    "rebooted": "reboot" in applied, "failure": plain(facts.get("infertune_failure", "")),
+                    "stopped": plain(facts.get("rollout_stopped", ""))},
+    }
+
+
+def outcome(report):
+    """A host's result in the fleet report and the details of its checks that failed or broke."""
+    checks = [c for knob in report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
+    return {"result": report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")]}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+    _VALID_ARGS = frozenset(("dir", "hosts", "fleet", "tests", "expected", "connection", "secrets"))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        result["changed"] = False
+        options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
+        hostvars = task_vars["hostvars"]
+        play_hosts = list(task_vars.get("ansible_play_hosts", []))
+        check_mode = bool(task_vars.get("ansible_check_mode", False))
+        run = {host: entry(host, hostvars[host], play_hosts, options, check_mode) for host in options["hosts"]}
+        argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
+                "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"])]
+        # testinfra reads the inventory through ansible-inventory where no connection was handed
+        # over: the same sources as this run, the same interpreter's tools.
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+                   ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
+        proc = subprocess.run(argv, input=json.dumps(run), cwd=PROJECT, env=env, capture_output=True, text=True,
+                              check=False)
+        result.update(rc=proc.returncode, stdout=proc.stdout, stdout_lines=proc.stdout.splitlines())
+        if proc.returncode != 0:
+            result["failed"] = True
+            result["msg"] = (proc.stderr or proc.stdout).strip()[-3000:]
+            return result
+        with open(os.path.join(options["dir"], "fleet.json")) as handle:
+            result["hosts"] = {host: outcome(report) for host, report in json.load(handle)["hosts"].items()}
+        return result

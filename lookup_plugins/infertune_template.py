@@ -1,0 +1,67 @@
+"""infertune_template: ansible.builtin.template's lookup, without its deep copy of every variable.
+
+The plan renders each host's unit files on the controller on every run, converged or not;
+the built-in lookup deep-copies all the host's variables for each file, which made up half
+of a no-op run's rendering. The template sees the same variables (a shallow copy with the
+template_* variables added), and is found and rendered the same way.
+"""
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible.template import trust_as_template
+from ansible._internal._templating import _template_vars
+from ansible._internal._templating._engine import TemplateOptions
+
+DOCUMENTATION = r"""
+name: infertune_template
+author: infertune
+short_description: render role templates like ansible.builtin.template, without deep-copying the variables
+description:
+  - Each term is a template file, found like the built-in template lookup finds it (the role's
+    C(templates/) first); returns the rendered text of each.
+  - The template sees the task's variables and C(template_path), C(template_host) and the other
+    template variables; it must not change them (it cannot from Jinja).
+options:
+  _terms:
+    description: template files to render
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Render the unit file
+  ansible.builtin.set_fact:
+    unit_text: "{{ lookup('infertune_template', 'sglang.service.j2') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description: the rendered text of each template
+  type: list
+  elements: str
+"""
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        variables = variables or {}
+        rendered = []
+        for term in terms:
+            path = self.find_file_in_search_path(variables, "templates", term)
+            if not path:
+                raise AnsibleError("the template file %s could not be found for the lookup" % term)
+            # The role's templates/ and its own directory on each search path, for includes.
+            searchpath = [os.path.dirname(path)]
+            for base in variables.get("ansible_search_path", []):
+                searchpath += [os.path.join(base, "templates"), base]
+            # Shallow: the template only reads them; the built-in's deepcopy is the cost saved.
+            template_vars = dict(variables)
+            template_vars.update(_template_vars.generate_ansible_template_vars(
+                path=term, fullpath=path, include_ansible_managed="ansible_managed" not in template_vars))
+            templar = self._templar.copy_with_new_env(available_variables=template_vars, searchpath=searchpath)
+            source = trust_as_template(self._loader.get_text_file_contents(path))
+            rendered.append(templar._engine.template(source, options=TemplateOptions(escape_backslashes=False)))
+        return rendered

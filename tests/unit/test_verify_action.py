@@ -1,0 +1,50 @@
+"""action_plugins/infertune_verify.py: what it hands infertune.verify per host, and what it
+reads back from the fleet report for the assert that fails hosts."""
+import importlib.util
+from pathlib import Path
+
+SPEC = importlib.util.spec_from_file_location(
+    "infertune_verify_action", Path(__file__).resolve().parents[2] / "action_plugins" / "infertune_verify.py")
+action = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(action)
+
+OPTIONS = {"expected": ["pcie_max_read_request", "kernel_release"], "connection": ["ansible_host", "ansible_user"],
+           "secrets": ["ansible_password"]}
+
+
+def test_a_tuned_host_is_verified_against_its_own_values():
+    facts = {"pcie_max_read_request": 2048, "ansible_host": "10.0.0.7", "ansible_user": "ops",
+             "infertune_reached": "verify",
+             "infertune_results": {"drain": {"changed": True, "applied": True}, "reboot": {"changed": True,
+                                                                                          "applied": False}}}
+    got = action.entry("gpu-1", facts, ["gpu-1"], OPTIONS, False)
+    assert got["verify"] is True
+    assert got["expected"] == {"pcie_max_read_request": 2048}
+    assert got["connection"] == {"ansible_host": "10.0.0.7", "ansible_user": "ops"}
+    assert got["address"] == "10.0.0.7"
+    # Applied and changed: drained; a reboot only planned (check mode) is not one.
+    assert got["rollout"] == {"stage": "verify", "drained": True, "rebooted": False, "failure": "", "stopped": ""}
+
+
+def test_failed_stopped_and_absent_hosts_are_not_verified():
+    assert action.entry("a", {"infertune_failure": "gate"}, ["a"], OPTIONS, False)["verify"] is False
+    assert action.entry("b", {"rollout_stopped": "limit"}, ["b"], OPTIONS, False)["verify"] is False
+    # Not in the play any more (unreachable): reported, not verified; stage defaults to plan.
+    lost = action.entry("c", {}, ["a"], OPTIONS, True)
+    assert lost["verify"] is False and lost["rollout"]["stage"] == "plan" and lost["check_mode"] is True
+
+
+def test_a_host_with_a_password_hands_over_no_connection():
+    facts = {"ansible_host": "h", "ansible_password": "hidden"}
+    got = action.entry("d", facts, ["d"], OPTIONS, False)
+    assert got["connection"] is None
+    assert "hidden" not in repr(got)
+
+
+def test_outcome_lists_the_checks_that_failed_or_broke():
+    report = {"result": "fail", "knobs": {
+        "pcie_mrrs": {"checks": {"pcie_mrrs": {"status": "fail", "detail": "512 on 0000:01:00.0"}}},
+        "cpufreq": {"checks": {"cpufreq_governor": {"status": "pass", "detail": ""},
+                               "cpufreq_epp": {"status": "error", "detail": "unreadable"}}}}}
+    assert action.outcome(report) == {"result": "fail", "off": ["512 on 0000:01:00.0", "unreadable"]}
+    assert action.outcome({"result": "not verified"}) == {"result": "not verified", "off": []}
