@@ -24,7 +24,9 @@ REPORTED = (0, 1, 5)
 
 
 def pytest_argv(hosts, junit, tests):
+    # testinfra only: autoload (off in the environment main() passes) scans every installed package.
     argv = [sys.executable, "-m", "pytest", str(PROJECT / "tests" / "verify"), "-q", "-p", "no:cacheprovider",
+            "-p", "testinfra.plugin",
             "--hosts=" + ",".join(f"ansible://{h}" for h in hosts), f"--junitxml={junit}"]
     if tests:
         argv += ["-k", " or ".join(tests)]
@@ -52,7 +54,7 @@ def main(argv=None):
     if hosts:
         expected = verify_dir / "expected.json"
         expected.write_text(json.dumps({h: run[h]["expected"] for h in hosts}))
-        env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected))
+        env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         connections = {h: run[h].get("connection") for h in hosts}
         if all(c is not None for c in connections.values()):
             # The run's own view of how to reach each host: testinfra skips ansible-inventory.
