@@ -94,7 +94,7 @@ from ansible.module_utils.infertune_node.identity import machine_id
 from ansible.module_utils.infertune_node.knobs import predict, summarize
 from ansible.module_utils.infertune_node.model_weights import check as check_weights
 from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
-from ansible.module_utils.infertune_node.pcie_fabric import check as check_fabric
+from ansible.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible.module_utils.infertune_node.systemd import unit_states
 
 
@@ -123,7 +123,9 @@ def checks(module, plan):
             plan["fabric"] = check_fabric("/", fabric.get("vendor", "0x10de"),
                                           fabric.get("classes", ["0x0300", "0x0302"]),
                                           fabric.get("gates", ["width", "speed", "bar1"]),
-                                          fabric.get("nvidia_smi", "nvidia-smi"), runner(module))
+                                          fabric.get("nvidia_smi", "nvidia-smi"), runner(module),
+                                          # The gate's nvidia-smi read has the GPUs' memory: no second query.
+                                          gate_memory(plan.get("gpus", {}).get("gpus", [])))
         except (TuningError, TypeError) as exc:
             plan["fabric"] = {"failures": [str(exc)], "aer": {}}
     if module.params["backend"] is not None:

@@ -164,8 +164,17 @@ def p2p_failures(nvidia_smi, runner, names):
     return failures, status
 
 
-def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run):
-    """Facts of the fabric under the GPUs and the failures of the enforced GATES."""
+def gate_memory(gpus):
+    """{sysfs BDF: (index, memory MiB)} from the GPU gate's GPUs; None where one lacks a value."""
+    memory = {gpu.get("pci_bdf"): (gpu.get("index"), gpu.get("memory_total_mib")) for gpu in gpus}
+    if not memory or any(k is None or None in v for k, v in memory.items()):
+        return None
+    return memory
+
+
+def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run, memory=None):
+    """Facts of the fabric under the GPUs and the failures of the enforced GATES. memory: the
+    GPUs' memory as gate_memory() gives it when the GPU gate read them already, else nvidia-smi."""
     unknown = set(gates) - set(GATES)
     if unknown:
         raise TuningError("gates: unknown %s; known: %s" % (", ".join(sorted(unknown)), ", ".join(GATES)))
@@ -186,7 +195,7 @@ def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run):
     result = {"changed": False, "gpus": len(gpus), "links": links, "bar1_mib": bar1,
               "aer": {bdf: c for bdf, c in aer.items() if c}}
     if gpus and ("bar1" in gates or "p2p" in gates):
-        memory = gpu_memory(nvidia_smi, runner)
+        memory = memory or gpu_memory(nvidia_smi, runner)
         result["memory_mib"] = {bdf: mib for bdf, (_, mib) in memory.items()}
         if "bar1" in gates:
             failures += ["bar1: %s BAR1 is %d MiB, smaller than its %d MiB of memory: enable Resizable BAR and "

@@ -17,10 +17,22 @@ def _state(gate, verb, unit):
 
 
 def unit_states(units, runner):
-    """{unit: {enabled, active}}, read-only."""
+    """{unit: {enabled, active}}, read-only, as is-enabled and is-active say them: one
+    `systemctl show` for every unit (its blocks come in the order asked), else one query each."""
+    units = list(units)
+    if not units:
+        return {}
     gate = Gate(check_mode=True, runner=runner)
-    return {unit: {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
-            for unit in units}
+    rc, out, _ = gate.runner(["systemctl", "show", "--property=LoadState,UnitFileState,ActiveState", "--"] + units)
+    blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+              for block in out.strip().split("\n\n")] if rc == 0 else []
+    if len(blocks) != len(units):
+        return {unit: {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
+                for unit in units}
+    return {unit: {"enabled": MISSING[0] if block.get("LoadState") == "not-found"
+                   else block.get("UnitFileState") or MISSING[1],
+                   "active": block.get("ActiveState") or MISSING[1]}
+            for unit, block in zip(units, blocks)}
 
 
 def apply_unit(root, unit, files, enabled, started, gate):

@@ -104,7 +104,8 @@ def test_tags_pcie_changes_only_maxreadreq(hosts):
 
 def test_extra_variables_reach_the_knob_and_the_verification(hosts):
     host = hosts[0]
-    rc, out = playbook("site.yml", "--limit", host, "-e", "pcie_max_read_request=2048")
+    # key=value extra variables are strings: the GPU gate counts "8" GPUs as 8.
+    rc, out = playbook("site.yml", "--limit", host, "-e", "pcie_max_read_request=2048", "-e", "gpu_gate_expected_count=8")
     assert rc == 0, out[-6000:]
     assert fleet()["hosts"][host]["result"] == "pass"
     assert "MaxReadReq 2048" in on_host(host, "lspci -vvv -d 10de: | grep -o 'MaxReadReq [0-9]*' | sort -u")

@@ -1,6 +1,8 @@
 import pytest
 from ansible.module_utils.infertune_node.gate import TuningError
-from ansible.module_utils.infertune_node.pcie_fabric import aer_counters, bar1_bytes, check, cmdline_params, p2p_matrix
+from ansible.module_utils.infertune_node.gpu_query import sysfs_bdf
+from ansible.module_utils.infertune_node.pcie_fabric import (aer_counters, bar1_bytes, check, cmdline_params, gate_memory,
+                                                        p2p_matrix)
 from fakehost import BARE_GPU, H200_RESOURCE, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree, write
 
 CLASSES = ["0x0300", "0x0302"]
@@ -62,6 +64,24 @@ def test_small_bar1_fails_naming_each_gpu(tmp_path):
     assert failures[0] == ("bar1: %s BAR1 is 256 MiB, smaller than its 97887 MiB of memory: enable Resizable BAR "
                            "and Above 4G Decoding in the BIOS" % SWITCH_GPUS[0])
     assert len(failures) == 3
+
+
+def test_the_gates_gpu_memory_spares_a_second_query(tmp_path):
+    asked = []
+
+    def runner(argv):
+        asked.append(argv)
+        return 1, "", "not asked for"
+    gpus = [{"index": i, "pci_bdf": sysfs_bdf(b), "memory_total_mib": 97887} for i, b in BUS_IDS.items()]
+    result = check(fabric_tree(str(tmp_path), bar1=256 << 20), "0x10de", CLASSES, ["bar1"], runner=runner,
+                   memory=gate_memory(gpus))
+    assert asked == [] and len(result["failures"]) == 3 and "97887 MiB of memory" in result["failures"][0]
+
+
+def test_gate_memory_gives_nothing_when_a_gpu_lacks_a_value():
+    assert gate_memory([]) is None
+    assert gate_memory([{"index": 0, "pci_bdf": "0000:13:00.0", "memory_total_mib": None}]) is None
+    assert gate_memory([{"index": 0, "pci_bdf": "0000:13:00.0", "memory_total_mib": 8}]) == {"0000:13:00.0": (0, 8)}
 
 
 def test_bar1_is_the_second_region_whatever_register_it_starts_at(tmp_path):
