@@ -4,11 +4,16 @@ The plan renders each host's unit files on the controller on every run, converge
 the built-in lookup deep-copies all the host's variables for each file, which made up half
 of a no-op run's rendering. The template sees the same variables (a shallow copy with the
 template_* variables added), and is found and rendered the same way.
+
+role=NAME finds the template in that role's templates/ (on the roles path) wherever the
+lookup runs: a role's variables that render its templates are also read from tasks of
+other roles (the plan's comparison, the benchmark's include of a role's tasks).
 """
 from __future__ import annotations
 
 import os
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 from ansible.template import trust_as_template
@@ -28,12 +33,15 @@ options:
   _terms:
     description: template files to render
     required: true
+  role:
+    description: the role whose templates/ holds them; by default the search path of the task
+    type: str
 """
 
 EXAMPLES = r"""
 - name: Render the unit file
   ansible.builtin.set_fact:
-    unit_text: "{{ lookup('infertune_template', 'sglang.service.j2') }}"
+    unit_text: "{{ lookup('infertune_template', 'sglang.service.j2', role='sglang') }}"
 """
 
 RETURN = r"""
@@ -46,13 +54,14 @@ _raw:
 
 class LookupModule(LookupBase):
 
-    def run(self, terms, variables=None, **kwargs):
+    def run(self, terms, variables=None, role=None, **kwargs):
         variables = variables or {}
         rendered = []
         for term in terms:
-            path = self.find_file_in_search_path(variables, "templates", term)
+            path = self._in_role(role, term) if role else self.find_file_in_search_path(variables, "templates", term)
             if not path:
-                raise AnsibleError("the template file %s could not be found for the lookup" % term)
+                raise AnsibleError("the template file %s could not be found for the lookup%s"
+                                   % (term, " in role %s" % role if role else ""))
             # The role's templates/ and its own directory on each search path, for includes.
             searchpath = [os.path.dirname(path)]
             for base in variables.get("ansible_search_path", []):
@@ -65,3 +74,11 @@ class LookupModule(LookupBase):
             source = trust_as_template(self._loader.get_text_file_contents(path))
             rendered.append(templar._engine.template(source, options=TemplateOptions(escape_backslashes=False)))
         return rendered
+
+    @staticmethod
+    def _in_role(role, term):
+        for base in C.config.get_config_value("DEFAULT_ROLES_PATH"):
+            path = os.path.join(base, role, "templates", term)
+            if os.path.isfile(path):
+                return path
+        return None

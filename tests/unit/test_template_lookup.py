@@ -24,15 +24,22 @@ PLAY = """- hosts: localhost
   vars:
     options: {a: 1, b: "two words", c: "{{ '{{' }} not templated"}
     extra: [x, y]
-  roles: [probe]
+  roles: [probe, other]
 """
 
-# In the role, as the sglang role renders its files: its templates/ is searched first.
+# In the role, as the sglang role renders its files: its templates/ is searched first. From
+# another role's tasks, role=probe finds the same template (the plan compares sglang's files).
 TASKS = """- name: Render with both lookups
   ansible.builtin.copy:
     dest: "{{ out }}"
     content: "{{ {'ours': lookup('infertune_template', 'probe.j2'),
                   'builtin': lookup('ansible.builtin.template', 'probe.j2')} | to_json }}"
+    mode: "0644"
+"""
+OTHER = """- name: Render another role's template
+  ansible.builtin.copy:
+    dest: "{{ out }}.other"
+    content: "{{ lookup('infertune_template', 'probe.j2', role='probe') }}"
     mode: "0644"
 """
 
@@ -42,6 +49,8 @@ def test_renders_what_the_builtin_lookup_renders(tmp_path):
     (role / "templates").mkdir(parents=True)
     (role / "tasks").mkdir()
     (role / "tasks" / "main.yml").write_text(TASKS)
+    (tmp_path / "roles" / "other" / "tasks").mkdir(parents=True)
+    (tmp_path / "roles" / "other" / "tasks" / "main.yml").write_text(OTHER)
     (role / "templates" / "probe.j2").write_text(TEMPLATE)
     (tmp_path / "play.yml").write_text(PLAY)
     out = tmp_path / "out.json"
@@ -56,3 +65,4 @@ def test_renders_what_the_builtin_lookup_renders(tmp_path):
     assert rendered["ours"] == rendered["builtin"]
     assert "b=two words\n" in rendered["ours"] and "extra: x y\n" in rendered["ours"]
     assert "probe.j2" in rendered["ours"]
+    assert (tmp_path / "out.json.other").read_text() == rendered["ours"]
