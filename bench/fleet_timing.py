@@ -6,7 +6,9 @@ host) with sglang's package files, then timed: one `setup` round (the baseline),
 site.yml from fresh hosts (kernel install, one reboot each), site.yml again, which
 must report changed=0 on every host and put none into a batch, site.yml --check on the
 converged fleet, and playbooks/verify.yml alone. Each run's plays are timed too
-(plan, batches, verification), from Ansible's json callback.
+(plan, batches, verification), from Ansible's json callback. The lab hosts share the
+control node's CPUs, so single runs vary by 10-25 %: the baseline and every run that
+can be repeated (all but the converge) are the median of REPEAT.
 
     .venv/bin/python bench/fleet_timing.py [--hosts 8,32] [--out bench/results/fleet_timing.json]
 
@@ -30,6 +32,7 @@ sys.path.insert(0, str(ROOT / "lab"))
 from infra.drive import BIN, fresh_lab, labctl, playbook  # noqa: E402
 
 PROFILE = "seed-epyc-rtxpro6000"
+REPEAT = 3
 # Play name -> phase; serial makes one play entry per batch under the rollout play's name.
 PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
                   + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]],
@@ -47,6 +50,12 @@ def setup_round():
     if proc.returncode:
         raise SystemExit(proc.stdout[-3000:] + proc.stderr[-3000:])
     return round(time.monotonic() - start, 1)
+
+
+def median_of(measure_once):
+    """The median of REPEAT measurements (a run's result dict by its seconds, or seconds)."""
+    runs = sorted((measure_once() for _ in range(REPEAT)), key=lambda r: r["seconds"] if isinstance(r, dict) else r)
+    return runs[len(runs) // 2]
 
 
 def seconds_between(duration):
@@ -80,18 +89,25 @@ def run(hosts, playbook_file="site.yml", *args):
             "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()}}
 
 
+def noop_run(hosts):
+    """site.yml on the converged fleet: it must change nothing and put no host into a batch."""
+    result = run(hosts)
+    changed = {h: c for h, c in result["changed"].items() if c}
+    if changed or result["batches"]:
+        raise SystemExit(f"no-op site.yml changed {changed} or ran {result['batches']} batch(es)")
+    return result
+
+
 def measure(hosts):
     fleet(hosts)
     playbook("lab/provision/sglang.yml", check=True)
-    setup_s = setup_round()
-    runs = {"converge": run(hosts), "noop": run(hosts), "check": run(hosts, "site.yml", "--check"),
-            "verify": run(hosts, "playbooks/verify.yml")}
-    changed = {h: c for h, c in runs["noop"]["changed"].items() if c}
-    if changed or runs["noop"]["batches"]:
-        raise SystemExit(f"no-op site.yml changed {changed} or ran {runs['noop']['batches']} batch(es)")
+    setup_s = median_of(setup_round)
+    runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
+            "check": median_of(lambda: run(hosts, "site.yml", "--check")),
+            "verify": median_of(lambda: run(hosts, "playbooks/verify.yml"))}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
-    return {"hosts": hosts, "setup_seconds": setup_s, **runs,
+    return {"hosts": hosts, "setup_seconds": setup_s, "repeat": REPEAT, **runs,
             **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2) for name in ("noop", "check", "verify")}}
 
 
