@@ -5,6 +5,7 @@ the inventory) survive recreation. A lab killed without `down` (for example from
 checkout) leaves its bridge and firewall rules on the machine; podman then refuses the same
 subnet, so the choice skips every /24 that a host route or a firewall rule already uses.
 """
+import hashlib
 import ipaddress
 import json
 import subprocess
@@ -30,9 +31,16 @@ def ensure():
         chosen = subnet.rsplit(".", 1)[0]
     else:
         chosen = choose(routed_networks(), firewall_lines(), prefer=prefix())
-        podman.run("network", "create", "--subnet", f"{chosen}.0/24", "--gateway", f"{chosen}.1", NAME)
+        podman.run("network", "create", "--subnet", f"{chosen}.0/24", "--gateway", f"{chosen}.1",
+                   "--interface-name", bridge_name(), NAME)
     STATE.parent.mkdir(parents=True, exist_ok=True)
     STATE.write_text(json.dumps({"prefix": chosen}) + "\n")
+
+
+def bridge_name():
+    """The bridge's interface name, one per checkout: podman numbers bridges (podman1, ...) per
+    network config directory, so two checkouts' labs would otherwise claim the same interface."""
+    return "itl" + hashlib.sha256(str(paths.STATE).encode()).hexdigest()[:10]
 
 
 def choose(routed, rules, prefer):

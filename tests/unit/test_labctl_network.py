@@ -50,3 +50,12 @@ def test_stray_rules_are_those_of_the_recorded_subnet_only(tmp_path, monkeypatch
         "iptables-save: -A NETAVARK_FORWARD -s 10.77.213.0/24 -j ACCEPT",
         "iptables-save: -A NETAVARK_FORWARD -s 10.77.214.0/24 -j ACCEPT"])
     assert network.stray_firewall_rules() == ["iptables-save: -A NETAVARK_FORWARD -s 10.77.214.0/24 -j ACCEPT"]
+
+
+def test_each_checkout_gets_its_own_bridge_interface(monkeypatch, tmp_path):
+    names = set()
+    for checkout in ("a", "b"):
+        monkeypatch.setattr(network.paths, "STATE", tmp_path / checkout / "lab" / ".state")
+        names.add(network.bridge_name())
+    assert len(names) == 2
+    assert all(len(name) <= 15 for name in names)  # Linux interface names: IFNAMSIZ - 1
