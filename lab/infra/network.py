@@ -31,8 +31,8 @@ def ensure():
         chosen = subnet.rsplit(".", 1)[0]
     else:
         chosen = choose(routed_networks(), firewall_lines(), prefer=prefix())
-        podman.run("network", "create", "--subnet", f"{chosen}.0/24", "--gateway", f"{chosen}.1",
-                   "--interface-name", bridge_name(), NAME)
+        podman.run("network", "create", "--subnet", f"{chosen}.0/24", "--gateway", f"{chosen}.1", NAME)
+        name_bridge()
     STATE.parent.mkdir(parents=True, exist_ok=True)
     STATE.write_text(json.dumps({"prefix": chosen}) + "\n")
 
@@ -41,6 +41,15 @@ def bridge_name():
     """The bridge's interface name, one per checkout: podman numbers bridges (podman1, ...) per
     network config directory, so two checkouts' labs would otherwise claim the same interface."""
     return "itl" + hashlib.sha256(str(paths.STATE).encode()).hexdigest()[:10]
+
+
+def name_bridge():
+    """Give the new, still unused network this checkout's bridge name. podman 4.3 (Debian 12)
+    has no --interface-name; it reads the network's JSON file at every call."""
+    config = paths.PODMAN_STATE / "networks" / f"{NAME}.json"
+    data = json.loads(config.read_text())
+    data["network_interface"] = bridge_name()
+    config.write_text(json.dumps(data, indent=5) + "\n")
 
 
 def choose(routed, rules, prefer):
