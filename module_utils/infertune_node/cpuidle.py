@@ -18,7 +18,9 @@ def read_states(root, name):
     return states
 
 
-def wanted_disable(state, max_latency, keep_poll):
+def wanted_disable(state, max_latency, keep_poll=True):
+    """The one rule for "C-states as wanted", which the knob applies and tests/verify checks:
+    disabled (1) above max_latency (or latency unknown), enabled (0) at or below it, POLL kept."""
     if keep_poll and state["name"] == "POLL":
         return 0
     return 1 if state["latency"] is None or state["latency"] > max_latency else 0
