@@ -69,9 +69,9 @@ class ActionModule(ActionBase):
             if not isinstance(roles, (list, tuple)) or not all(isinstance(r, str) for r in roles):
                 return ["host %s: infertune_validate: roles must be a list of role names" % host], []
             roles = [str(r) for r in roles]
-        unknown = args.get("unknown", True)
-        if isinstance(unknown, str):
-            unknown = unknown.strip().lower() in ("1", "true", "yes", "on")
+        unknown, error = validation.convert(args.get("unknown", True), "bool")
+        if error:
+            return ["host %s: infertune_validate: unknown %s" % (host, error)], []
 
         declared = validation.declared()
         defaults = validation.role_defaults()

@@ -596,8 +596,11 @@ def _all_str(value):
 
 # --------------------------------------------------------------------------- types
 
-_BOOL_TRUE = {"yes", "on", "1", "true", "y", "t"}
-_BOOL_FALSE = {"no", "off", "0", "false", "n", "f"}
+# Exactly what Ansible's bool filter maps (any case, no surrounding blanks): the tasks read
+# every boolean through it, so a value it would coerce with a warning ("y", " true") is refused.
+BOOL_TRUE = ("true", "yes", "on", "1")
+BOOL_FALSE = ("false", "no", "off", "0")
+BOOL_RULE = "must be a boolean: true/false, yes/no, on/off or 1/0 (any case)"
 
 
 def convert(value, kind):
@@ -647,11 +650,11 @@ def convert(value, kind):
     if kind == "bool":
         if isinstance(value, bool):
             return value, None
-        if isinstance(value, str) and value.strip().lower() in _BOOL_TRUE | _BOOL_FALSE:
-            return value.strip().lower() in _BOOL_TRUE, None
+        if isinstance(value, str) and value.lower() in BOOL_TRUE + BOOL_FALSE:
+            return value.lower() in BOOL_TRUE, None
         if _ok_int(value) and value in (0, 1):
             return bool(value), None
-        return None, "must be true or false"
+        return None, BOOL_RULE
     if kind == "list":
         if isinstance(value, (list, tuple)):
             return list(value), None

@@ -51,6 +51,12 @@ after:
   description: The knob's state after (predicted under check mode).
   returned: always
   type: raw
+differs:
+  description: What differs between before and after in one line, the differing elements first and
+    whole, e.g. C(cpu3 epp balance_performance -> performance), then how many others need nothing;
+    a long list ends in C(+N more). Empty when nothing differs. The plan prints it.
+  returned: always
+  type: str
 reboot_required:
   description: The running system differs from what the next boot will have.
   returned: always

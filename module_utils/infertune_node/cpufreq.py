@@ -1,5 +1,5 @@
 """cpufreq governor and energy-performance preference (EPP) on every CPU."""
-from . import cpu, sysfs
+from . import cpu, differs, sysfs
 from .gate import TuningError
 
 
@@ -81,7 +81,11 @@ def apply_policy(root, governor, epp, gate):
             raise TuningError("governor did not stick: %s after writing %r" % (after["governor"], governor))
         if epp is not None and epp_cpus and after.get("epp") != {epp: len(epp_cpus)}:
             raise TuningError("EPP did not stick: %s after writing %r" % (after.get("epp"), epp))
+    # Per CPU, as the plan shows it: the aggregates above would not say which CPU drifted.
+    changes = [(s["cpu"], "governor", s["governor"], governor) for s in states if s["governor"] != governor]
+    changes += [(s["cpu"], "epp", s["epp"], epp) for s in epp_cpus if epp is not None and s["epp"] != epp]
     result = {"changed": len(gate.actions) > writes_before, "cpufreq_applicable": True,
+              "differs": differs.elements(changes, len(states)),
               "epp_applicable": bool(epp_cpus), "before": before, "after": after, "cpus": len(states),
               "driver": sysfs.count(s["driver"] for s in states)}
     result["msg"] = "governor %s on %d CPUs" % (governor, len(states))

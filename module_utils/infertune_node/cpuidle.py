@@ -1,5 +1,5 @@
 """Idle states (C-states): disable those whose exit latency exceeds a bound, on every CPU."""
-from . import cpu, sysfs
+from . import cpu, differs, sysfs
 
 DRIVER = cpu.CPU_DIR + "/cpuidle/current_driver"
 
@@ -18,10 +18,16 @@ def read_states(root, name):
     return states
 
 
-def wanted_disable(state, max_latency, keep_poll):
+def wanted_disable(state, max_latency, keep_poll=True):
+    """The one rule for "C-states as wanted", which the knob applies and tests/verify checks:
+    disabled (1) above max_latency (or latency unknown), enabled (0) at or below it, POLL kept."""
     if keep_poll and state["name"] == "POLL":
         return 0
     return 1 if state["latency"] is None or state["latency"] > max_latency else 0
+
+
+def _word(disable):
+    return {0: "enabled", 1: "disabled"}.get(disable, "unreadable")
 
 
 def _aggregate(pairs):
@@ -40,17 +46,19 @@ def apply_states(root, max_latency, keep_poll, gate):
         return {"changed": False, "before": {}, "after": {}, "driver": driver, "cpus": 0,
                 "msg": "no cpuidle states on this host (current_driver: %s)" % driver}
     writes_before = len(gate.actions)
-    before, after = [], []
-    for states in per_cpu.values():
+    before, after, changes = [], [], []
+    for name, states in per_cpu.items():
         for state in states:
             want = wanted_disable(state, max_latency, keep_poll)
             before.append((state["name"], state["disable"]))
             after.append((state["name"], want))
             if state["disable"] != want:
+                changes.append((name, state["name"], _word(state["disable"]), _word(want)))
                 gate.write_sysfs(sysfs.path(root, state["path"]), str(want))
     if not gate.check_mode:
         after = [(s["name"], s["disable"]) for name in per_cpu for s in read_states(root, name)]
     cpus = sum(1 for states in per_cpu.values() if states)
     return {"changed": len(gate.actions) > writes_before, "before": _aggregate(before),
             "after": _aggregate(after), "driver": driver, "cpus": cpus,
+            "differs": differs.elements(changes, cpus),
             "msg": "idle states with exit latency above %d us disabled on %d CPUs" % (max_latency, cpus)}

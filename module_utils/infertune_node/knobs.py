@@ -5,12 +5,13 @@ and its arguments. The `knob` module applies one, the `infertune_plan` module re
 them all in check mode, and the boot-time tool re-applies the runtime ones: the
 same code in all three places.
 """
-from . import (amd_pstate, boot_kernel, cmdline, cpu, cpufreq, cpuidle, modprobe, packages, pcie, pcie_acs, pcie_fabric,
+from . import (amd_pstate, boot_kernel, cmdline, cpu, cpufreq, cpuidle, differs, modprobe, packages, pcie, pcie_acs, pcie_fabric,
                sysctl, systemd)
 from .gate import Gate, TuningError
 
-# The result contract every knob publishes (infertune_results[knob]).
-CONTRACT = ("changed", "before", "after", "reboot_required", "runtime_pending", "msg", "skipped_reason")
+# The result contract every knob publishes (infertune_results[knob]); differs is what the plan
+# prints: the differing elements first (a knob may give its own, per element), never cut.
+CONTRACT = ("changed", "before", "after", "differs", "reboot_required", "runtime_pending", "msg", "skipped_reason")
 # Knobs whose change alters the running host at once: a serving host is drained first.
 RUNTIME = ("amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs", "pcie_acs")
 
@@ -78,6 +79,10 @@ def run(module, args, gate, root="/"):
     contract["reboot_required"] = bool(result.get("reboot_required"))
     contract.setdefault("runtime_pending", module in RUNTIME and bool(result["changed"]))
     contract.setdefault("msg", "")
+    if "differs" not in contract:
+        # Files rewritten under an unchanged state (a unit's) differ only in what msg names.
+        contract["differs"] = (differs.summarize(result.get("before"), result.get("after"))
+                               or (contract["msg"] if result["changed"] else ""))
     return contract, result.get("diff"), list(gate.actions)
 
 

@@ -148,7 +148,7 @@ HOSTILE = [
     ("pcie_iommu_mode", "pt", "one of passthrough, off, leave"),
     ("pcie_iommu_mode", False, "must be a string"),          # an unquoted YAML off
     ("pcie_fabric_gates", ["width", "p2p"], "one of width, speed, bar1"),
-    ("pcie_acs_force", "maybe", "true or false"),
+    ("pcie_acs_force", "maybe", "must be a boolean"),
     ("sglang_nccl_environment", {"NCCL-P2P": "SYS"}, "environment name"),
     ("sglang_extra_args", ["--api-key", "abc"], "--api-key"),
     ("sglang_extra_args", ["--api-key=abc"], "--api-key"),
@@ -174,7 +174,8 @@ HOSTILE = [
     ("benchmark_request_timeout", 0, "1-86400"),
     ("benchmark_backends", [], "must not be empty"),
     ("benchmark_backends", ["flashinfer cutlass"], "a name"),
-    ("benchmark_start_server", "maybe", "true or false"),
+    ("benchmark_start_server", "maybe", "must be a boolean"),
+    ("sglang_service_started", "y", "must be a boolean"),
     ("benchmark_interconnect_timeout", 0, "1-86400"),
     ("benchmark_p2p_test_path", "p2p; rm -rf /", "a bare name or an absolute path"),
     ("benchmark_all_reduce_path", "../all_reduce_perf", "a bare name or an absolute path"),
@@ -193,7 +194,7 @@ HOSTILE = [
     ("rollout_max_failures", -1, "count >= 0"),
     ("rollout_max_failures", "101%", "0 <= N <= 100"),
     ("rollout_max_failures", "abc", "count >= 0"),
-    ("rollout_allow_single_batch", "perhaps", "true or false"),
+    ("rollout_allow_single_batch", "perhaps", "must be a boolean"),
     ("rollout_connect_timeout", 0, "1-86400"),
 ]
 
@@ -395,6 +396,14 @@ def test_action_plugin_refuses_the_control_node(tmp_path):
             " set infertune_allow_control_node: true to tune it") in output
 
 
+def test_action_plugin_takes_string_booleans_and_refuses_junk(tmp_path):
+    passed = run_playbook(tmp_path, "-e", "sglang_service_started=false", "-e", "benchmark_floor=YES")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    refused = run_playbook(tmp_path, "-e", "sglang_service_started=y")
+    assert refused.returncode != 0
+    assert ("host gpu-07: sglang_service_started: %s, got 'y'" % validation.BOOL_RULE) in refused.stdout
+
+
 def test_action_plugin_roles_option_and_bad_template(tmp_path):
     result = run_playbook(tmp_path, "-e", '{"check_roles": ["benchmark"]}', "-e", "sglang_port=0",
                           "-e", "benchmark_trials={{ undefined_thing }}")
@@ -431,6 +440,10 @@ Decisions:
   into a list, but the tasks use the variable as given.
 - Integers given as strings (`-e sglang_port=30000`) are accepted, as Ansible accepts them;
   booleans are not integers.
+- Booleans take exactly what Ansible's `bool` filter maps: true/false, yes/no, on/off, 1/0 in
+  any case (so `-e sglang_service_started=false` works), real booleans and the integers 0 and 1;
+  `y`, `t`, `" true"` or `2`, which the filter would only coerce with a warning, are refused. The
+  roles read every boolean through `| bool`.
 - `sglang_extra_args` refuses `--api-key`, `--admin-api-key`, `--config`, their `=` forms, `_`
   spellings and abbreviations argparse would expand (`--api`).
 
