@@ -61,7 +61,7 @@ def config_link_regs(config, bdf):
     vector = (pcie.dword(config, off + 0x2C) >> 1) & 0x7F  # Link Capabilities 2: supported speeds
     gen_max = vector.bit_length() or cap & 0xF
     target = pcie.word(config, off + 0x30) & 0xF  # Link Control 2: target link speed
-    return {"type": (pcie.word(config, off + 2) >> 4) & 0xF, "width_cap": (cap >> 4) & 0x3F,
+    return {"type": pcie.port_type(config), "width_cap": (cap >> 4) & 0x3F,
             "width": (status >> 4) & 0x3F, "gen_max": gen_max, "gen_reach": min(gen_max, target or gen_max),
             "gen": status & 0xF}
 
