@@ -17,8 +17,9 @@ description:
   - C(p2p) gate, C(nvidia-smi topo -p2p r) and C(-p2p w) report OK between all GPUs.
   - PCIe AER counters (sysfs aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal) of the GPUs and the ports
     above them are returned, never judged; counters that are not zero are reported as Ansible warnings.
-  - A gate with nothing to check passes as not applicable, named so in C(msg) and C(not_applicable): C(width)
-    and C(speed) for GPUs on a root bus with no port above them (a VM), C(p2p) with fewer than two GPUs.
+  - A gate with nothing to check is reported as not applicable (in C(msg) and C(not_applicable)), never as
+    passed; C(width) and C(speed) for GPUs on a root bus with no port above them (a VM), C(p2p) with fewer
+    than two GPUs.
   - Fails with one message listing every failure, each naming the device and what to fix.
 options:
   vendor:
