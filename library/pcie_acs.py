@@ -15,8 +15,11 @@ description:
   - With the redirect bits set, P2P traffic between GPUs goes up through the root complex (about 50 instead
     of 103 GB/s bidirectional between two GPUs on one switch); switch downstream ports enforce it as well as
     root ports, so both are cleared.
-  - Clearing ACS gives up the isolation between devices behind the same port. When any device is bound to
-    vfio-pci (handed to a VM) and a change is needed, the module fails unless O(force) is true.
+  - Clearing ACS gives up the isolation between the devices behind a port. When a device below a port whose
+    redirect would be cleared is bound to vfio-pci (handed to a VM), the module fails naming that device and
+    the ports above it, unless O(force) is true; a vfio-pci device elsewhere (below no such port) does not stop it.
+  - Root and downstream ports without the capability are named in the result (C(without_acs) and C(msg));
+    switch upstream ports never have it and are not listed.
   - The setting is lost at reboot; the boot-time oneshot re-applies it.
 requirements: [pciutils]
 options:
@@ -57,7 +60,8 @@ ports:
   returned: always
   type: int
 without_acs:
-  description: Bridges above the GPUs without the ACS capability (left untouched).
+  description: Root and switch downstream ports above the GPUs without the ACS capability (left untouched);
+    switch upstream ports, which never have it, are not listed. C(msg) names them too.
   returned: always
   type: list
   elements: str

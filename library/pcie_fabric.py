@@ -16,7 +16,10 @@ description:
     BARs) of every GPU at least its memory (nvidia-smi memory.total).
   - C(p2p) gate, C(nvidia-smi topo -p2p r) and C(-p2p w) report OK between all GPUs.
   - PCIe AER counters (sysfs aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal) of the GPUs and the ports
-    above them are returned, never judged.
+    above them are returned, never judged; counters that are not zero are reported as Ansible warnings.
+  - A gate with nothing to check is reported as not applicable (in C(msg) and C(not_applicable)), never as
+    passed; C(width) and C(speed) for GPUs on a root bus with no port above them (a VM), C(p2p) with fewer
+    than two GPUs.
   - Fails with one message listing every failure, each naming the device and what to fix.
 options:
   vendor:
@@ -80,11 +83,11 @@ aer:
   description: AER error totals (correctable, fatal, nonfatal) per GPU and port that exposes them.
   returned: always
   type: dict
-warnings:
-  description: One line per GPU or port whose AER counters are not zero (reported, never a failure).
+not_applicable:
+  description: The enforced gates that had nothing to check, with the reason.
   returned: always
-  type: list
-  elements: str
+  type: dict
+  sample: {"width": "no GPU behind a PCIe port", "speed": "no GPU behind a PCIe port", "p2p": "fewer than two GPUs"}
 failures:
   description: One line per failed gate check.
   returned: always
@@ -110,6 +113,9 @@ def main():
         result = check("/", params["vendor"], params["classes"], params["gates"], params["nvidia_smi"])
     except TuningError as exc:
         module.fail_json(msg=str(exc))
+    # Ansible's own warnings channel: a `warnings` key in the result is deprecated (ansible-core 2.19).
+    for warning in result.pop("warnings"):
+        module.warn(warning)
     if result["failures"]:
         module.fail_json(**result)
     module.exit_json(**result)

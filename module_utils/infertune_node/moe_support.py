@@ -261,6 +261,7 @@ class Installed:
         self.min_capability = sglang_rules.min_capabilities(sglang_dir, wanted) if sglang_dir else {}
         self.backend_quantizations = sglang_rules.backend_quantizations(sglang_dir) if sglang_dir else {}
         self.auto_rules = sglang_rules.auto_rules(sglang_dir) if sglang_dir else []
+        self.runner_rules = sglang_rules.runner_rules(sglang_dir, wanted) if sglang_dir else {}
 
     def cite(self, where):
         return "sglang %s %s" % (self.sglang_version, where)
@@ -339,6 +340,12 @@ def _judge_cc(backend, cc, quantization, installed, matrix, kernels):
         reasons.append("sglang asserts that %s runs only with --quantization %s" % (
             resolved, ", ".join(q or "none (bf16/fp16)" for q in accepted["quantizations"])))
         sources.append(installed.cite(accepted["source"]))
+        return verdict(UNSUPPORTED)
+    runners = installed.runner_rules.get(sglang_quantization)
+    if runners and resolved not in runners["backends"]:
+        reasons.append("sglang's %s builds a MoE runner only for %s and raises for any other backend" % (
+            runners["method"], ", ".join(runners["backends"])))
+        sources.append(installed.cite(runners["source"]))
         return verdict(UNSUPPORTED)
 
     positive = False

@@ -14,6 +14,7 @@ PCI_DEVICES = "/sys/bus/pci/devices"
 VALUES = (128, 256, 512, 1024, 2048, 4096)
 MRRS_MASK = 0x7000
 PCIE_CAP_ID = 0x10
+UPSTREAM_PORT = 0x5  # Device/Port Type of a switch upstream port
 BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 LOCKDOWN_REFUSES = ("integrity", "confidentiality")
 
@@ -101,6 +102,14 @@ def pcie_cap_offset(config):
             return offset
         offset = config[offset + 1] & 0xFC
     return None
+
+
+def port_type(config):
+    """Device/Port Type of the PCI Express capability (4 root port, 5 switch upstream, 6 downstream), or None."""
+    offset = pcie_cap_offset(config)
+    if offset is None or offset + 4 > len(config):
+        return None
+    return (word(config, offset + 2) >> 4) & 0xF
 
 
 def device_control(config, bdf):

@@ -16,9 +16,9 @@ CONTROL = 6  # ACS Control register, from the start of the capability
 REDIRECT = 0x000C  # bit 2 P2P Request Redirect, bit 3 P2P Completion Redirect
 
 
-def acs_control(root, bdf):
+def acs_control(root, bdf, config=None):
     """ACS Control word of a port, or None when it has no ACS capability."""
-    config = pcie.read_config(root, bdf)
+    config = config or pcie.read_config(root, bdf)
     if len(config) < 4096 and pcie.pcie_cap_offset(config) is not None:
         raise TuningError("%s: extended config space unreadable (%d bytes); reading ACS needs root"
                           % (bdf, len(config)))
@@ -42,6 +42,16 @@ def vfio_devices(root):
             == "vfio-pci"]
 
 
+def vfio_below(root, ports):
+    """{vfio-pci device: [the PORTS above it]} for the devices handed to VMs below any of PORTS."""
+    found = {}
+    for bdf in vfio_devices(root):
+        above = [port for port in pcie.ports_above(root, bdf) if port in ports]
+        if above:
+            found[bdf] = above
+    return found
+
+
 def _hex(value):
     return "0x%04x" % value
 
@@ -51,14 +61,17 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
     prefix = setpci or pcie.setpci_prefix(root)
     ports = gpu_ports(root, vendor, classes)
     # Read every port before writing any, so a port that cannot be read fails the call up front.
-    control = {bdf: acs_control(root, bdf) for bdf in ports}
+    configs = {bdf: pcie.read_config(root, bdf) for bdf in ports}
+    control = {bdf: acs_control(root, bdf, config) for bdf, config in configs.items()}
     before = {bdf: value for bdf, value in control.items() if value is not None}
     todo = [bdf for bdf, value in before.items() if value & REDIRECT]
-    vfio = vfio_devices(root)
-    if todo and vfio and not force:
-        raise TuningError("ACS redirect left on at %s: %s bound to vfio-pci (passed to a VM); clearing it removes "
-                          "the isolation between devices behind the same port. Unbind them, or force the change "
-                          "(pcie_acs_force: true) if that isolation is not needed" % (", ".join(todo), ", ".join(vfio)))
+    vfio = vfio_below(root, todo)
+    if vfio and not force:
+        raise TuningError("ACS redirect left on at %s: %s bound to vfio-pci (passed to a VM); clearing redirect on "
+                          "the port(s) above removes the isolation between the devices behind them. Unbind them, or "
+                          "force the change (pcie_acs_force: true) if that isolation is not needed"
+                          % (", ".join(todo), ", ".join("%s (below %s)" % (bdf, ", ".join(above))
+                                                        for bdf, above in sorted(vfio.items()))))
     after = dict(before)
     for bdf in todo:
         result = gate.run(prefix + ["-s", bdf, "ECAP_ACS+%d.w=0000:%04x" % (CONTROL, REDIRECT)])
@@ -70,7 +83,10 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
             raise pcie.refused(root, bdf, "ACS Control", "read back %s after clearing the redirect bits of %s"
                                % (_hex(after[bdf]), _hex(before[bdf])))
     gpus = {gpu for below in ports.values() for gpu in below}
+    # A switch upstream port never carries ACS (the PCIe spec gives it none): no port to name.
+    without = sorted(bdf for bdf in set(ports) - set(before) if pcie.port_type(configs[bdf]) != pcie.UPSTREAM_PORT)
+    msg = "ACS redirect off on %d port(s) above %d GPU(s)" % (len(before), len(gpus))
+    if without:
+        msg += "; no ACS capability (nothing to clear) on %s" % ", ".join(without)
     return {"changed": bool(todo), "before": {b: _hex(v) for b, v in before.items()},
-            "after": {b: _hex(v) for b, v in after.items()}, "ports": len(ports),
-            "without_acs": sorted(set(ports) - set(before)),
-            "msg": "ACS redirect off on %d of %d port(s) above %d GPU(s)" % (len(before), len(ports), len(gpus))}
+            "after": {b: _hex(v) for b, v in after.items()}, "ports": len(ports), "without_acs": without, "msg": msg}

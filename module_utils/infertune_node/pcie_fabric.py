@@ -61,7 +61,7 @@ def config_link_regs(config, bdf):
     vector = (pcie.dword(config, off + 0x2C) >> 1) & 0x7F  # Link Capabilities 2: supported speeds
     gen_max = vector.bit_length() or cap & 0xF
     target = pcie.word(config, off + 0x30) & 0xF  # Link Control 2: target link speed
-    return {"type": (pcie.word(config, off + 2) >> 4) & 0xF, "width_cap": (cap >> 4) & 0x3F,
+    return {"type": pcie.port_type(config), "width_cap": (cap >> 4) & 0x3F,
             "width": (status >> 4) & 0x3F, "gen_max": gen_max, "gen_reach": min(gen_max, target or gen_max),
             "gen": status & 0xF}
 
@@ -193,7 +193,7 @@ def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run, mem
             aer[bdf] = aer_counters(root, bdf)
     bar1 = {bdf: bar1_bytes(root, bdf) >> 20 for bdf in gpus}
     result = {"changed": False, "gpus": len(gpus), "links": links, "bar1_mib": bar1,
-              "aer": {bdf: c for bdf, c in aer.items() if c}}
+              "aer": {bdf: c for bdf, c in aer.items() if c}, "not_applicable": {}}
     if gpus and ("bar1" in gates or "p2p" in gates):
         memory = memory or gpu_memory(nvidia_smi, runner)
         result["memory_mib"] = {bdf: mib for bdf, (_, mib) in memory.items()}
@@ -206,8 +206,34 @@ def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run, mem
             p2p, result["p2p"] = p2p_failures(nvidia_smi, runner, names)
             failures += p2p
     result["failures"] = failures
+    result["not_applicable"] = _not_applicable(gates, gpus, links, result.get("p2p"))
     # Errors a link corrected are a warning (a marginal slot or riser), never a failure.
     result["warnings"] = ["AER %s: %s" % (bdf, ", ".join("%s %d" % (k, n) for k, n in sorted(c.items()) if n))
                           for bdf, c in sorted(result["aer"].items()) if any(c.values())]
-    result["msg"] = "; ".join(failures) or "PCIe fabric of %d GPU(s): %s pass" % (len(gpus), ", ".join(gates))
+    result["msg"] = "; ".join(failures) or _passed(len(gpus), gates, result["not_applicable"])
     return result
+
+
+def _not_applicable(gates, gpus, links, p2p):
+    """{gate: why} for the enforced gates that had nothing to check (a GPU on a root bus, as in a VM)."""
+    why = {}
+    if not gpus:
+        return {gate: "no GPU found" for gate in gates}
+    for gate in set(gates) & {"width", "speed"}:
+        if not links:
+            why[gate] = "no GPU behind a PCIe port"
+    if "p2p" in gates and not any(p2p.values()):
+        why["p2p"] = "fewer than two GPUs"
+    return why
+
+
+def _passed(count, gates, not_applicable):
+    """'PCIe fabric of N GPU(s): bar1 pass; width, speed not applicable (no GPU behind a PCIe port)'."""
+    parts = []
+    checked = [gate for gate in gates if gate not in not_applicable]
+    if checked:
+        parts.append("%s pass" % ", ".join(checked))
+    for reason in sorted(set(not_applicable.values())):
+        parts.append("%s not applicable (%s)" % (", ".join(g for g in gates if not_applicable.get(g) == reason),
+                                                 reason))
+    return "PCIe fabric of %d GPU(s): %s" % (count, "; ".join(parts))

@@ -9,6 +9,8 @@ Four kinds, each returned with the file and line it was read from:
   assert ...quantization in [...]`);
 - the `auto` resolutions that depend only on quantization and architecture
   (`if ...moe_runner_backend == "auto" and ...quantization == "Q" and is_sm120_supported(): ... = "B"`).
+- the backends a quantization's MoE method builds a runner for, where its `create_moe_runner`
+  ends in `if backend.is_x() ...: elif ...: else: raise` (any backend it never names raises).
 Rules written in any other shape (model-specific resolutions, runtime checks) are not guessed
 here: the support matrix carries them, each row with its source.
 """
@@ -18,6 +20,7 @@ import os
 
 PREDICATES_FILE = "srt/utils/common.py"
 QUANTIZATION_INIT = "srt/layers/quantization/__init__.py"
+MOE_UTILS = "srt/layers/moe/utils.py"  # the MoeRunnerBackend enum
 # Where releases keep the server-argument resolution: 0.5.9-0.5.19 in server_args.py, later in arg_groups.
 RESOLUTION_FILES = ("srt/server_args.py", "srt/arg_groups/moe_hook.py", "srt/arg_groups/overrides.py")
 
@@ -210,3 +213,70 @@ def auto_rules(sglang_dir):
                     rules.append({"quantization": rule["quantization"], "majors": rule["majors"],
                                   "resolves_to": stmt.value.value, "source": _where(relpath, node)})
     return rules
+
+
+def backend_values(sglang_dir):
+    """{predicate: --moe-runner-backend value} from the MoeRunnerBackend enum (`is_triton_kernels` for
+    TRITON_KERNELS = "triton_kernel"); empty when the release keeps no such enum there."""
+    tree = _parse(sglang_dir, MOE_UTILS)
+    found = {}
+    for cls in tree.body if tree else []:
+        if isinstance(cls, ast.ClassDef) and cls.name == "MoeRunnerBackend":
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \
+                        and isinstance(stmt.value.value, str):
+                    found.update({"is_" + t.id.lower(): stmt.value.value for t in stmt.targets
+                                  if isinstance(t, ast.Name)})
+    return found
+
+
+def _predicates(node, values):
+    """Backends the `<backend>.is_x()` calls under node name, through the enum (else `is_x` names x)."""
+    return {values.get(sub.func.attr, sub.func.attr[3:]) for sub in ast.walk(node)
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr.startswith("is_") and not sub.args}
+
+
+def _raising_chain(method):
+    """The raise that ends create_moe_runner's last if/elif chain, or None when the chain ends otherwise or an
+    earlier `return` can leave without a backend test (then other backends may escape the raise)."""
+    chains = [stmt for stmt in method.body if isinstance(stmt, ast.If)]
+    if not chains or chains[-1] is not method.body[-1]:
+        return None
+    for stmt in chains[:-1]:
+        returns = any(isinstance(sub, ast.Return) for sub in ast.walk(stmt))
+        if returns and not _predicates(stmt.test, {}):
+            return None
+    branch = chains[-1]
+    while len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If):
+        branch = branch.orelse[0]
+    if len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.Raise):
+        return branch.orelse[0]
+    return None
+
+
+def runner_rules(sglang_dir, quantizations):
+    """{quantization: {"backends": [...], "method", "source"}}: the backends the quantization's MoE method
+    (the class named like its config, Mxfp4Config -> Mxfp4MoEMethod) may build a runner for, where every
+    other backend reaches a raise."""
+    init = _parse(sglang_dir, QUANTIZATION_INIT)
+    if init is None:
+        return {}
+    classes, modules, values = _quantization_classes(init), _class_modules(init), backend_values(sglang_dir)
+    found = {}
+    for quantization in quantizations:
+        config = classes.get(quantization) or ""
+        relpath = modules.get(config)
+        tree = _parse(sglang_dir, relpath) if relpath and config.endswith("Config") else None
+        wanted = config[:-len("Config")] + "MoEMethod"
+        for cls in tree.body if tree else []:
+            if not (isinstance(cls, ast.ClassDef) and cls.name == wanted):
+                continue
+            for method in cls.body:
+                raised = _raising_chain(method) if isinstance(method, ast.FunctionDef) \
+                    and method.name == "create_moe_runner" else None
+                if raised is not None:
+                    backends = _predicates(method, values) - {"auto"}
+                    found[quantization] = {"backends": sorted(backends), "method": wanted,
+                                           "source": _where(relpath, raised)}
+    return found

@@ -185,9 +185,10 @@ NVME_ROOT, NVME = "0000:00:01.1", "0000:01:00.0"
 
 
 def fabric_tree(root, *, root_width=16, up_trained=None, gpu_trained=None, gpu_gen=None, root_target=None,
-                bar1=128 << 30):
+                bar1=128 << 30, down_acs=(True, True)):
     """Two GPUs behind one switch (root port and downstream ports with ACS, upstream port without),
-    a third GPU on a root port without ACS, an NVMe drive on its own ACS root port; redirect on."""
+    a third GPU on a root port without ACS, an NVMe drive on its own ACS root port; redirect on.
+    down_acs: whether each downstream port has the ACS capability."""
     nv, amd, brcm = 0x10DE, 0x1022, 0x1000
     gpu_res = bar_resource(bar1)
     rp = nested_device(root, "pci0000:10", SWITCH_ROOT, amd, 0x14AB, 0x060400,
@@ -197,7 +198,7 @@ def fabric_tree(root, *, root_width=16, up_trained=None, gpu_trained=None, gpu_g
                        pcie_config(brcm, 0xC030, 0x060400, 5, trained=up_trained))
     for k, (down_bdf, gpu_bdf) in enumerate(zip(SWITCH_DOWN, SWITCH_GPUS)):
         down = nested_device(root, up, down_bdf, brcm, 0xC030, 0x060400,
-                             pcie_config(brcm, 0xC030, 0x060400, 6, acs=(SW_ACS, REDIRECT_ON)))
+                             pcie_config(brcm, 0xC030, 0x060400, 6, acs=(SW_ACS, REDIRECT_ON) if down_acs[k] else None))
         nested_device(root, down, gpu_bdf, nv, 0x2BB5, 0x030200,
                       pcie_config(nv, 0x2BB5, 0x030200, 0, trained=gpu_trained if k else None, gen=gpu_gen),
                       gpu_res)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import tempfile
 
-from fakehost import GPU, REPO, SWITCH_DOWN, SWITCH_ROOT, fabric_tree, pci_tree, read, snapshot
+from fakehost import BARE_ROOT, GPU, REPO, SWITCH_DOWN, SWITCH_ROOT, fabric_tree, pci_tree, read, snapshot
 
 TOOL = REPO / "roles/tuning_persistence/files/infertune-apply"
 # As the tuning_persistence role writes it: the catalog's oneshot entries, in order.
@@ -89,3 +89,11 @@ def test_acs_redirect_is_cleared_again_at_boot(tmp_path):
     assert {bdf: result["after"][bdf] for bdf in (SWITCH_ROOT,) + SWITCH_DOWN} == dict.fromkeys(
         (SWITCH_ROOT,) + SWITCH_DOWN, "0x0011")
     assert run_tool(root, [entry]).returncode == 0 and not report(root)["pcie_acs"]["changed"]
+
+
+def test_boot_log_and_report_name_the_ports_without_acs(tmp_path):
+    root = fabric_tree(str(tmp_path), down_acs=(True, False))
+    entry = {"name": "pcie_acs", "module": "pcie_acs", "args": {"force": False}}
+    proc = run_tool(root, [entry])
+    named = "no ACS capability (nothing to clear) on %s, %s" % (SWITCH_DOWN[1], BARE_ROOT)
+    assert proc.returncode == 0 and named in proc.stdout and named in report(root)["pcie_acs"]["msg"]

@@ -4,7 +4,7 @@ import pytest
 from ansible.module_utils.infertune_node import knobs
 from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from ansible.module_utils.infertune_node.systemd import apply_unit
-from fakehost import SWITCH_ROOT, cpu_tree, fabric_tree, pci_tree, read, snapshot, write
+from fakehost import BARE_ROOT, SWITCH_DOWN, SWITCH_ROOT, SWITCH_UP, cpu_tree, fabric_tree, pci_tree, read, snapshot, write
 
 SYSCTL = {"name": "kernel.numa_balancing", "value": 0, "path": "/etc/sysctl.d/60-infertune-numa.conf"}
 CATALOG = [
@@ -119,6 +119,15 @@ def test_acs_redirect_is_a_runtime_knob(tmp_path):
     again, _, actions = knobs.run("pcie_acs", args, Gate(), root)
     assert not again["changed"] and not again["runtime_pending"] and actions == []
     assert knobs.summarize([{"name": "pcie_acs", "module": "pcie_acs"}], {"pcie_acs": contract}, "when_needed")["drain"]
+
+
+def test_acs_knob_result_names_the_ports_without_acs(tmp_path):
+    """The knob's contract (site.yml's record) names them; the switch's upstream port is no such port."""
+    root = fabric_tree(str(tmp_path), down_acs=(True, False))
+    args = {"vendor": "0x10de", "classes": ["0x0300", "0x0302"], "force": False}
+    msg = knobs.run("pcie_acs", args, Gate(), root)[0]["msg"]
+    assert msg.endswith("no ACS capability (nothing to clear) on %s, %s" % (SWITCH_DOWN[1], BARE_ROOT))
+    assert SWITCH_UP not in msg
 
 
 class Systemctl:

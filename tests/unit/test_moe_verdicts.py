@@ -90,6 +90,22 @@ def test_backend_asserts_and_auto_rules_are_read_where_each_release_keeps_them()
     assert (rule["majors"], rule["source"].split(":")[0]) == ([11, 12], "sglang/srt/arg_groups/overrides.py")
 
 
+def test_runner_rules_name_the_backends_by_their_choice_values():
+    rules = {r: sglang_rules.runner_rules(str(SOURCES / ("sglang-" + r) / "sglang"), ["mxfp4", "fp8"]) for r in RELEASES}
+    # 0.5.9 builds no chain, 0.5.14's ends in a bypass (pass), not a raise; FP8's ends in direct kernels.
+    assert rules["0.5.9"] == rules["0.5.14"] == {}
+    assert rules["0.5.23"]["mxfp4"]["backends"] == ["aiter", "deep_gemm", "flashinfer_mxfp4", "marlin", "triton",
+                                                    "triton_kernel"]
+    assert rules["0.5.23"]["mxfp4"]["source"].startswith("sglang/srt/layers/quantization/mxfp4.py:")
+
+
+def test_mxfp4_refusal_names_sglang_choice_spellings(tmp_path):
+    result = judge(venv_for(tmp_path, "0.5.23"), "humming", "mxfp4", H200)
+    assert "Mxfp4MoEMethod builds a MoE runner only for aiter, deep_gemm, flashinfer_mxfp4, marlin, triton, " \
+           "triton_kernel and raises" in result["reasons"][0]
+    assert "triton_kernels" not in result["reasons"][0]
+
+
 def test_flashinfer_kinds_of_statement():
     assert kernel_ccs(FLASHINFER, "fused_moe/cute_dsl/fused_moe.py:CuteDslMoEWrapper.__init__") == {
         "kind": "declared", "ccs": [100, 103, 107], "enforced": False}
@@ -130,10 +146,25 @@ EXPECTED = {
     ("deep_gemm", "fp8", "9.0"): ("supported",) * 3,
     ("deep_gemm", "bf16", "8.0"): ("unsupported",) * 3,
     ("triton", "mxfp4", "12.0"): ("supported",) * 3,
+    # 0.5.23's Mxfp4MoEMethod.create_moe_runner raises for every backend it names nowhere, read from the source;
+    # older releases do not offer these backends at all.
+    ("humming", "mxfp4", "9.0"): ("unsupported",) * 3,
+    ("lora_triton", "mxfp4", "9.0"): ("unsupported",) * 3,
+    ("hpc_ops", "mxfp4", "9.0"): ("unsupported",) * 3,
+    ("megamoe", "mxfp4", "10.0"): ("unsupported",) * 3,
+    ("intel_xpu", "mxfp4", "12.0"): ("unsupported",) * 3,
+    ("flashinfer_megamoe", "mxfp4", "10.0"): ("unsupported",) * 3,
+    ("cutlass", "mxfp4", "9.0"): ("unknown", "unknown", "unsupported"),
+    ("triton_kernel", "mxfp4", "9.0"): ("unknown",) * 3,
+    # hpc_ops: "FP8 MoE on Hopper (SM90) only" in 0.5.23's choice list; absent before.
+    ("hpc_ops", "fp8", "9.0"): ("unsupported", "unsupported", "supported"),
+    ("hpc_ops", "fp8", "10.0"): ("unsupported",) * 3,
 }
 
 
 def shown(result, backend):
+    if not result["findings"]:  # refused before any GPU is judged (a backend the release does not offer)
+        return result["verdict"]
     (finding,) = result["findings"]
     text = finding["verdict"]
     if finding["resolved_backend"] != backend:

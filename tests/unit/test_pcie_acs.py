@@ -4,8 +4,8 @@ import pytest
 from ansible.module_utils.infertune_node.gate import Gate, TuningError
 from ansible.module_utils.infertune_node.pcie import setpci_prefix
 from ansible.module_utils.infertune_node.pcie_acs import apply_acs
-from fakehost import (BARE_ROOT, NVME, NVME_ROOT, RP_ACS, SW_ACS, SWITCH_DOWN, SWITCH_ROOT, SWITCH_UP, fabric_tree,
-                      snapshot, write)
+from fakehost import (BARE_ROOT, NVME, NVME_ROOT, RP_ACS, SW_ACS, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP,
+                      fabric_tree, snapshot, write)
 
 CLASSES = ["0x0300", "0x0302"]
 CLEARED = {SWITCH_ROOT: "0x0011", SWITCH_DOWN[0]: "0x0011", SWITCH_DOWN[1]: "0x0011"}
@@ -26,8 +26,9 @@ def test_clears_only_the_redirect_bits_on_every_port_above_a_gpu(fabric):
     before = {b: config(fabric, b) for b in CLEARED}
     result = apply_acs(fabric, "0x10de", CLASSES, False, Gate())
     assert result == {"changed": True, "before": {b: "0x001d" for b in CLEARED}, "after": CLEARED, "ports": 5,
-                      "without_acs": [SWITCH_UP, BARE_ROOT],
-                      "msg": "ACS redirect off on 3 of 5 port(s) above 3 GPU(s)"}
+                      "without_acs": [BARE_ROOT],
+                      "msg": "ACS redirect off on 3 port(s) above 3 GPU(s); no ACS capability (nothing to clear) on "
+                             + BARE_ROOT}
     for bdf, offset in ((SWITCH_ROOT, RP_ACS), (SWITCH_DOWN[0], SW_ACS), (SWITCH_DOWN[1], SW_ACS)):
         after = config(fabric, bdf)
         assert [i for i in range(4096) if before[bdf][i] != after[i]] == [offset + 6]
@@ -55,13 +56,29 @@ def _bind_vfio(root, bdf):
     os.symlink(os.path.join(root, "sys/bus/pci/drivers/vfio-pci"), os.path.join(root, "sys/bus/pci/devices", bdf, "driver"))
 
 
-def test_refused_when_devices_are_passed_to_vms(fabric):
-    _bind_vfio(fabric, NVME)
+def test_refused_when_a_device_below_a_changed_port_is_passed_to_a_vm(fabric):
+    audio = SWITCH_GPUS[1][:-1] + "1"
+    _bind_vfio(fabric, audio)
     before = snapshot(fabric)
-    with pytest.raises(TuningError, match="%s bound to vfio-pci.*isolation.*force" % NVME) as err:
+    with pytest.raises(TuningError, match=r"%s \(below %s, %s\) bound to vfio-pci.*isolation between the devices "
+                       "behind them.*force" % (audio, SWITCH_DOWN[1], SWITCH_ROOT)) as err:
         apply_acs(fabric, "0x10de", CLASSES, False, Gate())
-    assert SWITCH_ROOT in str(err.value) and snapshot(fabric) == before
+    assert SWITCH_ROOT in str(err.value) and NVME not in str(err.value) and snapshot(fabric) == before
     assert apply_acs(fabric, "0x10de", CLASSES, True, Gate())["after"] == CLEARED
+
+
+def test_a_vm_device_below_no_changed_port_does_not_block(fabric):
+    # The NVMe drive's root port leads to no GPU and keeps its redirect: its VM stays isolated.
+    _bind_vfio(fabric, NVME)
+    assert apply_acs(fabric, "0x10de", CLASSES, False, Gate())["after"] == CLEARED
+
+
+def test_downstream_port_without_acs_is_named_and_the_upstream_port_is_not(tmp_path):
+    root = fabric_tree(str(tmp_path), down_acs=(True, False))
+    result = apply_acs(root, "0x10de", CLASSES, False, Gate())
+    assert result["without_acs"] == [SWITCH_DOWN[1], BARE_ROOT]
+    assert result["msg"] == "ACS redirect off on 2 port(s) above 3 GPU(s); no ACS capability (nothing to clear) " \
+                            "on %s, %s" % (SWITCH_DOWN[1], BARE_ROOT)
 
 
 def test_refused_write_under_lockdown_names_the_port(fabric):

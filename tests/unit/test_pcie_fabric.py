@@ -1,9 +1,14 @@
+import importlib.util
+import json
+
 import pytest
 from ansible.module_utils.infertune_node.gate import TuningError
+from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.infertune_node.gpu_query import sysfs_bdf
 from ansible.module_utils.infertune_node.pcie_fabric import (aer_counters, bar1_bytes, check, cmdline_params, gate_memory,
                                                         p2p_matrix)
-from fakehost import BARE_GPU, H200_RESOURCE, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree, write
+from fakehost import (BARE_GPU, H200_RESOURCE, REPO, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree,
+                      nested_device, pcie_config, write)
 
 CLASSES = ["0x0300", "0x0302"]
 LINKS = ["width", "speed"]
@@ -119,6 +124,46 @@ def test_aer_counters_are_read_not_judged(tmp_path):
     result = check(root, "0x10de", CLASSES, LINKS)
     assert result["failures"] == [] and result["aer"] == {SWITCH_GPUS[0]: {"correctable": 3, "fatal": 0}}
     assert result["warnings"] == ["AER %s: correctable 3" % SWITCH_GPUS[0]]
+
+
+def test_the_module_reports_aer_through_ansible_warnings_not_a_deprecated_result_key(tmp_path, monkeypatch,
+                                                                                  capsys):
+    root = fabric_tree(str(tmp_path))
+    write(root, "/sys/bus/pci/devices/%s/aer_dev_correctable" % SWITCH_GPUS[0], "RxErr 3\nTOTAL_ERR_COR 3\n")
+    spec = importlib.util.spec_from_file_location("pcie_fabric_module", REPO / "library" / "pcie_fabric.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    real = module.check  # the module reads "/"; point it at the fake tree
+    monkeypatch.setattr(module, "check", lambda _root, *args: real(root, *args))
+    with patch_module_args({"gates": LINKS}), pytest.raises(SystemExit) as exit_info:
+        module.main()
+    rc, result = exit_info.value.code, json.loads(capsys.readouterr().out)
+    assert rc == 0 and [w["event"]["msg"] for w in result["warnings"]] == ["AER %s: correctable 3" % SWITCH_GPUS[0]]
+    assert not result.get("deprecations"), result["deprecations"]
+
+
+def h200_like(root):
+    """One GPU straight on its root bus, no port above it, as the lent H200's VM shows it."""
+    nested_device(root, "pci0000:00", "0000:00:06.0", 0x10DE, 0x2335, 0x030200,
+                  pcie_config(0x10DE, 0x2335, 0x030200, 0), H200_RESOURCE)
+    return root
+
+
+def one_gpu_smi(argv):
+    if argv[1].startswith("--query-gpu"):
+        return 0, "0, 00000000:00:06.0, 143771\n", ""
+    return 0, " \tGPU0\t\n GPU0\tX\t\n\nLegend:\n\n  X    = Self\n", ""
+
+
+def test_gates_with_nothing_to_check_are_not_applicable_not_passed(tmp_path):
+    result = check(h200_like(str(tmp_path)), "0x10de", CLASSES, ["width", "speed", "bar1", "p2p"], runner=one_gpu_smi)
+    assert result["failures"] == [] and result["links"] == []
+    assert result["not_applicable"] == {"width": "no GPU behind a PCIe port", "speed": "no GPU behind a PCIe port",
+                                        "p2p": "fewer than two GPUs"}
+    assert result["msg"] == ("PCIe fabric of 1 GPU(s): bar1 pass; p2p not applicable (fewer than two GPUs); "
+                             "width, speed not applicable (no GPU behind a PCIe port)")
+    healthy = check(fabric_tree(str(tmp_path / "b")), "0x10de", CLASSES, LINKS)
+    assert healthy["msg"] == "PCIe fabric of 3 GPU(s): width, speed pass" and healthy["not_applicable"] == {}
 
 
 def test_p2p_matrix_parses_the_real_layout():

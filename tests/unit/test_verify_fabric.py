@@ -2,11 +2,14 @@
 tests called directly, and the command line the verification expects."""
 import sys
 
+import os
+
 from ansible.module_utils.infertune_node.gate import Gate
+from ansible.module_utils.infertune_node.pcie import apply_mrrs
 from ansible.module_utils.infertune_node.pcie_acs import apply_acs
 from verifycheck import load, outcome
 from fakehost import (BARE_GPU, BARE_ROOT, H200_RESOURCE, NVME, NVME_ROOT, REPO, SWITCH_DOWN, SWITCH_GPUS,
-                      SWITCH_ROOT, SWITCH_UP, fabric_tree)
+                      SWITCH_ROOT, SWITCH_UP, fabric_tree, pci_device)
 
 sys.path.insert(0, str(REPO / "tests" / "verify"))
 import pci_probe  # noqa: E402
@@ -91,3 +94,17 @@ def test_p2p_verification_reads_both_matrices():
         "h1: P2P matrix: expected P2P read and write OK between all GPUs, found write CNS (chipset not supported)"
         " between GPU0->GPU1")
     assert "not applicable" in outcome(check, "h1", ["sh: nvidia-smi: not found\nrc=127\n"] * 2, expected_values({}))
+
+
+def test_mrrs_verification_skips_sriov_virtual_functions(tmp_path):
+    """A GPU's VF (a physfn link) is no target, as the modules select none: its config space
+    reading all 0xff is no MaxReadReq mismatch."""
+    module = load("test_pcie_mrrs")
+    root = fabric_tree(str(tmp_path))
+    apply_mrrs(root, 4096, "0x10de", ["0x0300", "0x0302"], Gate())
+    vf = SWITCH_GPUS[0][:-1] + "4"
+    pci_device(root, vf, 0x10DE, 0x2BB5, 0x030200, b"\xff" * 4096)
+    os.symlink("../" + SWITCH_GPUS[0], os.path.join(root, "sys/bus/pci/devices", vf, "physfn"))
+    functions = pci_probe.probe(root + "/sys/bus/pci/devices")
+    assert outcome(module.test_pcie_mrrs, "h1", functions, expected_values({})) == "pass"
+    assert [f["bdf"] for f in functions if f["vf"]] == [vf]

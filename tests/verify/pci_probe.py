@@ -1,6 +1,7 @@
 """Sent to the host as `python3 -c`: every PCI function's vendor, class, MaxReadReq, ACS
-Control, the bridges above it, its first 256 config bytes (link registers) and BAR1 size as
-JSON, read from config space in one pass (pciutils may be absent; stdlib only)."""
+Control, the bridges above it, its first 256 config bytes (link registers), BAR1 size and
+whether it is an SR-IOV virtual function as JSON, read from config space in one pass
+(pciutils may be absent; stdlib only)."""
 import glob
 import json
 import os
@@ -64,15 +65,17 @@ def probe(devices="/sys/bus/pci/devices"):
         def read(name, mode="r"):
             with open(os.path.join(path, name), mode) as handle:
                 return handle.read()
+        # A virtual function (a `physfn` link) has Device Control fields reserved: never a target.
+        vf = os.path.lexists(os.path.join(path, "physfn"))
         try:
             config = read("config", "rb")
             found.append({"bdf": os.path.basename(path), "vendor": read("vendor").strip(),
                           "class": read("class").strip(), "mrrs": max_read_request(config),
                           "acs": acs_control(config), "config_bytes": len(config), "ports": ports_above(path),
-                          "head": config[:256].hex(), "bar1": bar1_bytes(path)})
+                          "head": config[:256].hex(), "bar1": bar1_bytes(path), "vf": vf})
         except OSError as exc:
             found.append({"bdf": os.path.basename(path), "vendor": "", "class": "", "mrrs": str(exc),
-                          "acs": None, "config_bytes": 0, "ports": [], "head": "", "bar1": 0})
+                          "acs": None, "config_bytes": 0, "ports": [], "head": "", "bar1": 0, "vf": vf})
     return found
 
 

@@ -19,8 +19,10 @@ def functions(run, name):
 
 
 def is_target(function, want):
+    """A GPU endpoint as the modules select it: vendor and class match, never an SR-IOV virtual function."""
     classes = {int(c, 16) for c in want["pcie_mrrs_classes"]}
-    return (function["vendor"] and int(function["vendor"], 16) == int(want["pcie_mrrs_vendor"], 16)
+    return (function["vendor"] and not function.get("vf")
+            and int(function["vendor"], 16) == int(want["pcie_mrrs_vendor"], 16)
             and int(function["class"], 16) >> 8 in classes)
 
 
@@ -41,11 +43,12 @@ def test_pcie_mrrs(name, functions, want):
 def test_pcie_mrrs_untouched_elsewhere(name, functions, want):
     """The GPUs' other functions (audio, USB) are never written: they must not carry the GPU value.
 
-    Other vendors' devices are not judged: their drivers may raise MaxReadReq themselves."""
+    Other vendors' devices are not judged: their drivers may raise MaxReadReq themselves; nor are
+    SR-IOV virtual functions, whose Device Control fields are reserved."""
     value = int(want["pcie_max_read_request"])
     vendor = int(want["pcie_mrrs_vendor"], 16)
     others = [f for f in functions if f["vendor"] and int(f["vendor"], 16) == vendor and not is_target(f, want)
-              and isinstance(f["mrrs"], int)]
+              and not f.get("vf") and isinstance(f["mrrs"], int)]
     if not others:
         not_applicable(name, "MaxReadReq elsewhere", f"no other PCI Express function of vendor {want['pcie_mrrs_vendor']}")
     raised = [f"{f['bdf']} (class {f['class']})" for f in others if f["mrrs"] == value]
