@@ -2,6 +2,7 @@ import importlib.util
 import json
 
 import pytest
+from ansible.module_utils import _internal
 from ansible.module_utils.infertune_node.gate import TuningError
 from ansible.module_utils.testing import patch_module_args
 from ansible.module_utils.infertune_node.gpu_query import sysfs_bdf
@@ -135,6 +136,8 @@ def test_the_module_reports_aer_through_ansible_warnings_not_a_deprecated_result
     spec.loader.exec_module(module)
     real = module.check  # the module reads "/"; point it at the fake tree
     monkeypatch.setattr(module, "check", lambda _root, *args: real(root, *args))
+    # As on a host: once a test has loaded Ansible's controller side, warnings would go to its display instead.
+    monkeypatch.setattr(_internal, "is_controller", False)
     with patch_module_args({"gates": LINKS}), pytest.raises(SystemExit) as exit_info:
         module.main()
     rc, result = exit_info.value.code, json.loads(capsys.readouterr().out)
