@@ -243,7 +243,7 @@ def build(fragments, verified, hosts=None, run=None):
                 "changed": bool(result and result.get("changed") and result.get("applied") and not check_mode),
                 "checks": knob_checks,
                 "tuning": {"change": change(result, check_mode),
-                           **{k: result[k] for k in ("before", "after", "changed", "msg") if k in result}}
+                           **{k: result[k] for k in ("before", "after", "changed", "msg", "hooks") if k in result}}
                           if result is not None else None,
             }
         failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]

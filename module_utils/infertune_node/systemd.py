@@ -8,6 +8,9 @@ MISSING = ("not-found", "unknown")
 # States `systemctl enable` cannot change: no [Install] section of the unit's own (Ubuntu's
 # nvidia-persistenced.service is static), made by a generator, or runtime-only.
 NOT_ENABLEABLE = ("static", "indirect", "generated", "transient")
+# is-active of a unit that runs or will run again: waiting to restart after a crash
+# (Restart=on-failure) reads "activating".
+RUNNING = ("active", "activating", "reloading")
 
 
 def _state(gate, verb, unit):
@@ -37,7 +40,8 @@ def unit_states(units, runner):
 
 def apply_unit(root, unit, files, enabled, started, gate):
     """Install the unit's files, reload systemd when any changed, enable or disable it, restart
-    it when started is asked and a file changed or it is not active."""
+    it when started is asked and a file changed or it is not active, stop it when started is
+    not asked and it runs (or waits to restart)."""
     if root not in ("/", ""):
         raise TuningError("unit %s: systemctl manages the running system only" % unit)
     installed = install(root, files, gate)
@@ -59,6 +63,9 @@ def apply_unit(root, unit, files, enabled, started, gate):
     if started and (installed["changed"] or before["active"] != "active"):
         gate.run_or_fail(["systemctl", "restart", unit])
         after["active"] = "active"
+    elif not started and before["active"] in RUNNING:
+        gate.run_or_fail(["systemctl", "stop", unit])
+        after["active"] = "inactive"
     changed = installed["changed"] or after != before
     return {"changed": changed, "before": before, "after": after, "files": installed["files"],
             "diff": installed["diff"],

@@ -63,21 +63,10 @@ def test_ab_renders_each_backend_and_restores_the_configuration(deployed, tmp_pa
         assert "No backend was measured." in (tmp_path / "benchmark" / host / "summary.md").read_text()
 
 
-# sglang cannot run without GPUs: for one test the venv's interpreter hands
-# `-m sglang.launch_server ...` to the stand-in server (tests/unit/standin_sglang.py) and
-# anything else to the real interpreter, kept beside it; and p2pBandwidthLatencyTest is a
-# stand-in that prints a real run's output (tests/unit/fixtures/interconnect).
-VENV_PYTHON = "/opt/sglang/venv/bin/python3"
+# The lab's venv runs the stand-in server for `-m sglang.launch_server` (lab/provision/sglang.yml);
+# p2pBandwidthLatencyTest is a stand-in that prints a real run's output
+# (tests/unit/fixtures/interconnect).
 STANDIN = "/opt/standin"
-STANDIN_PYTHON = f"""#!/bin/sh
-if [ "$1" = -m ] && [ "$2" = sglang.launch_server ]; then
-  shift 2
-  exec /usr/bin/python3 {STANDIN}/standin_sglang.py "$@"
-fi
-exec {VENV_PYTHON}.lab-real "$@"
-"""
-
-
 P2P_TOOL = "/usr/local/bin/p2pBandwidthLatencyTest"
 P2P_OUTPUT = ROOT / "tests" / "unit" / "fixtures" / "interconnect" / "p2p_a100_nvlink_8gpu.txt"
 
@@ -85,14 +74,8 @@ P2P_OUTPUT = ROOT / "tests" / "unit" / "fixtures" / "interconnect" / "p2p_a100_n
 @pytest.fixture
 def standin_server():
     host = HOSTS[0]
-    on_host(host, f"mkdir -p {STANDIN} && mv {VENV_PYTHON} {VENV_PYTHON}.lab-real && "
-                  f"cat > {VENV_PYTHON} <<'EOF'\n{STANDIN_PYTHON}EOF\nchmod 0755 {VENV_PYTHON}")
+    on_host(host, f"mkdir -p {STANDIN}")
     try:
-        proc = subprocess.run(
-            [str(BIN / "ansible"), host, "-m", "ansible.builtin.copy",
-             "-a", f"src={ROOT / 'tests' / 'unit' / 'standin_sglang.py'} dest={STANDIN}/ mode=0644"],
-            cwd=ROOT, capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, proc.stdout[-3000:]
         proc = subprocess.run(
             [str(BIN / "ansible"), host, "-m", "ansible.builtin.copy",
              "-a", f"src={P2P_OUTPUT} dest={STANDIN}/p2p.txt mode=0644"],
@@ -101,7 +84,7 @@ def standin_server():
         on_host(host, f"printf '#!/bin/sh\\ncat {STANDIN}/p2p.txt\\n' > {P2P_TOOL} && chmod 0755 {P2P_TOOL}")
         yield host
     finally:
-        on_host(host, f"mv -f {VENV_PYTHON}.lab-real {VENV_PYTHON}; rm -rf {STANDIN} {P2P_TOOL}")
+        on_host(host, f"rm -rf {STANDIN} {P2P_TOOL}")
 
 
 def test_undeclared_backend_is_measured_where_a_server_answers(deployed, standin_server, tmp_path):

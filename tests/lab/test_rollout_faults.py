@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import BIN, ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
+from helpers import ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
@@ -16,37 +16,23 @@ CANARY = "lab-gpu-01"
 
 EPP = "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference"
 STANDIN = "/opt/standin"
-# sglang.service as the stand-in server (tests/unit/standin_sglang.py): each request stays in
-# flight HOLD seconds; a client on the host sends one and writes its HTTP status when answered.
-HOLD = 30
-STANDIN_PLAY = """- name: Serve the sglang stand-in as sglang.service
+# sglang.service replaced by the stand-in server (lab/standin/sglang_server.py) started
+# without --enable-metrics, so /metrics answers 404 as sglang's does without the flag.
+STANDIN_PLAY = """- name: Serve the sglang stand-in as sglang.service, without /metrics
   hosts: {host}
   gather_facts: false
   tasks:
     - name: Create the stand-in's directory
       ansible.builtin.file: {{path: {dir}, state: directory, mode: "0755"}}
     - name: Copy the stand-in
-      ansible.builtin.copy: {{src: {src}, dest: {dir}/standin_sglang.py, mode: "0644"}}
-    - name: Write the client
-      ansible.builtin.copy:
-        dest: {dir}/client.py
-        mode: "0644"
-        content: |
-          import json, urllib.request
-          body = json.dumps({{"text": "hi", "sampling_params": {{"max_new_tokens": 2}}}}).encode()
-          request = urllib.request.Request("http://127.0.0.1:30000/generate", body, {{"Content-Type": "application/json"}})
-          try:
-              status = urllib.request.urlopen(request, timeout=600).status
-          except Exception as exc:
-              status = repr(exc)
-          open("{dir}/client.out", "w").write(str(status))
+      ansible.builtin.copy: {{src: {src}, dest: {dir}/sglang_server.py, mode: "0644"}}
     - name: Replace sglang.service with the stand-in
       ansible.builtin.copy:
         dest: /etc/systemd/system/sglang.service
         mode: "0644"
         content: |
           [Service]
-          ExecStart=/usr/bin/python3 {dir}/standin_sglang.py --host 0.0.0.0 --port 30000 --hold {hold} {flags}
+          ExecStart=/usr/bin/python3 {dir}/sglang_server.py --host 0.0.0.0 --port 30000
     - name: Start it
       ansible.builtin.systemd_service: {{name: sglang.service, state: restarted, daemon_reload: true}}
     - name: Wait until it answers
@@ -54,15 +40,14 @@ STANDIN_PLAY = """- name: Serve the sglang stand-in as sglang.service
 """
 
 
-def serve_standin(host, tmp_path, flags=""):
+def serve_standin_without_metrics(host, tmp_path):
     path = tmp_path / "standin.yml"
-    path.write_text(STANDIN_PLAY.format(host=host, dir=STANDIN, src=ROOT / "tests" / "unit" / "standin_sglang.py",
-                                        hold=HOLD, flags=flags))
+    path.write_text(STANDIN_PLAY.format(host=host, dir=STANDIN, src=ROOT / "lab" / "standin" / "sglang_server.py"))
     playbook(str(path), check=True)
 
 
 def remove_standin(host):
-    """Stop the stand-in; the next run writes the real unit again (not started in the lab)."""
+    """Stop the replaced unit; the next run writes the role's unit again and starts it."""
     on_host(host, f"systemctl stop sglang.service; rm -rf {STANDIN}")
 
 
@@ -194,31 +179,10 @@ def test_backend_refused_on_the_canary_touches_nothing_else(hosts, tmp_path):
     assert {h: (boot_id(h), state_digest(h)) for h in before} == before
 
 
-def test_the_drain_waits_for_a_request_in_flight(hosts, tmp_path):
-    victim = "lab-gpu-06"
-    serve_standin(victim, tmp_path)
-    # The before-drain hook starts the long request on the host, so it is in flight when the drain begins.
-    hook = {"sglang_before_drain_command": [
-        str(BIN / "python"), str(ROOT / "lab" / "labctl"), "exec", victim, "--", "sh", "-c",
-        f"setsid python3 {STANDIN}/client.py </dev/null >/dev/null 2>&1 & sleep 3"]}
-    (tmp_path / "hook.json").write_text(json.dumps(hook))
-    on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")  # a runtime change: drain
-    try:
-        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{victim}", "-e", f"@{tmp_path / 'hook.json'}")
-        assert rc == 0, out[-6000:]
-        assert f"RETRYING: [{victim}]: Wait for in-flight requests to finish" in out, out[-6000:]
-        # Answered, not cut: the server stopped only after the request was done.
-        assert on_host(victim, f"cat {STANDIN}/client.out").strip() == "200"
-        assert on_host(victim, "systemctl is-active sglang.service || true").strip() == "inactive"
-        assert fleet()["hosts"][victim]["result"] == "pass"
-    finally:
-        remove_standin(victim)
-
-
 def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):
     # The victim shares its batch (after the canary) with a host that converges.
     victim, helper = "lab-gpu-06", "lab-gpu-05"
-    serve_standin(victim, tmp_path, flags="--no-metrics")
+    serve_standin_without_metrics(victim, tmp_path)
     for host in (CANARY, helper, victim):
         on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")
     try:

@@ -1,7 +1,7 @@
 """No secret on a command line, in a log or in a readable file: a canary API key and HF token
 go through site.yml and the benchmark at -vvv and through `infertune rollout -v`; afterwards
 neither is in any output, any journal entry, any file on the host but the root-only secrets
-file, nor in any process command line seen on the host or the control node meanwhile."""
+file and the running server's root-only config file, nor in any process command line seen on the host or the control node meanwhile."""
 import subprocess
 import threading
 
@@ -63,8 +63,11 @@ def test_canary_secrets_leak_nowhere(secrets):
     journal = on_host(HOST, "journalctl --no-pager -o cat")
     assert KEY not in journal and TOKEN not in journal
     found = on_host(HOST, f"grep -rlsF -e {KEY} -e {TOKEN} /etc /usr /var /run /root /home /tmp /opt || true")
-    assert found.split() == ["/etc/sglang/secrets.env"]
-    assert on_host(HOST, "stat -c '%a %U' /etc/sglang/secrets.env").strip() == "600 root"
+    # The lab serves: the launch script's config file for the running server, in its
+    # root-only RuntimeDirectory, holds the key too (removed when the server stops).
+    assert found.split() == ["/etc/sglang/secrets.env", "/run/sglang/secret-args.yaml"]
+    assert on_host(HOST, "stat -c '%a %U' /etc/sglang/secrets.env /run/sglang/secret-args.yaml /run/sglang"
+                   ).split() == ["600", "root", "600", "root", "700", "root"]
     # The next run without the secrets takes them out again.
     rc, out = playbook("site.yml", "--limit", HOST)
     assert rc == 0, out[-4000:]

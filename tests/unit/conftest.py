@@ -3,12 +3,16 @@
 module_utils/ is added to ansible.module_utils.__path__ so tests import the code
 exactly as the AnsiballZ-packed modules do.
 """
+import sys
+
 import ansible.module_utils
 import pytest
 
 from fakehost import REPO, cpu_tree, pci_tree, write
 
 ansible.module_utils.__path__.append(str(REPO / "module_utils"))
+# The sglang stand-in the lab's hosts run (lab/standin/sglang_server.py), shared with the tests.
+sys.path.insert(0, str(REPO / "lab" / "standin"))
 
 from ansible.module_utils.infertune_node.gate import Gate  # noqa: E402
 

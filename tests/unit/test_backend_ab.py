@@ -4,7 +4,7 @@ import json
 import pytest
 
 from infertune import backend_ab, bench_client
-from standin_sglang import StandinSglang
+from sglang_server import StandinSglang
 
 
 def result(backend, ms_by_batch):

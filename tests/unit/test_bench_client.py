@@ -11,7 +11,7 @@ import pytest
 
 from infertune import bench_client, plot
 from infertune.bench_client import Client
-from standin_sglang import StandinSglang
+from sglang_server import StandinSglang
 
 def stepping_clock(step):
     ticks = itertools.count()

@@ -13,7 +13,9 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from standin_sglang import StandinSglang
+import pytest
+
+from sglang_server import StandinSglang
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,11 +25,11 @@ import re, sys, urllib.request
 log = open({log!r}, "a")
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 if args[0] == "is-active":
-    print("active")
+    print({active!r})
 elif args[0] == "is-enabled":
     print("enabled")
 elif args[0] == "show":
-    print("Id=sglang.service\\nNames=sglang.service\\nLoadState=loaded\\nActiveState=active\\n"
+    print("Id=sglang.service\\nNames=sglang.service\\nLoadState=loaded\\nActiveState={active}\\n"
           "SubState=running\\nUnitFileState=enabled\\nDescription=stand-in")
 elif args[0] == "stop":
     try:
@@ -71,21 +73,43 @@ PLAY = """- name: Drain or deploy
 """
 
 
-def run_drain(tmp_path, port, *extra, check=False, tasks="drain"):
-    """ansible-playbook on the drain (or deploy); returns (rc, output, log lines, seconds)."""
+# The rollout's order for one host (roles/infertune/tasks/apply.yml), then its drain result.
+DRAIN_AND_DEPLOY = """- name: Drain, then deploy
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Drain
+      ansible.builtin.include_role:
+        name: sglang
+        tasks_from: drain
+    - name: Deploy
+      ansible.builtin.include_role:
+        name: sglang
+        tasks_from: deploy
+    - name: Keep the drain's result
+      ansible.builtin.copy:
+        content: "{{{{ infertune_results.drain | to_json }}}}"
+        dest: {dest}
+        mode: "0644"
+"""
+
+
+def run_drain(tmp_path, port, *extra, check=False, tasks="drain", active="active", play=None):
+    """ansible-playbook on the drain (or deploy, or `play`) with a unit `active` as systemctl
+    is-active says; returns (rc, output, log lines, seconds)."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     log = tmp_path / "calls.log"
     log.touch()
     systemctl = bindir / "systemctl"
-    systemctl.write_text(SYSTEMCTL.format(log=str(log), metrics=f"http://127.0.0.1:{port}/metrics"))
+    systemctl.write_text(SYSTEMCTL.format(log=str(log), metrics=f"http://127.0.0.1:{port}/metrics", active=active))
     hook = bindir / "lb-hook"
     hook.write_text(HOOK.format(log=log))
     send = bindir / "send-request"
     send.write_text(SEND.format(python=sys.executable, url=f"http://127.0.0.1:{port}", log=log))
     for path in (systemctl, hook, send):
         path.chmod(0o755)
-    (tmp_path / "play.yml").write_text(PLAY.format(tasks=tasks))
+    (tmp_path / "play.yml").write_text(play or PLAY.format(tasks=tasks))
     (tmp_path / "vars.json").write_text(json.dumps({"sglang_port": port, "ansible_python_interpreter": sys.executable}))
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
             "-i", "gpu-x,", "-c", "local", "-e", f"@{tmp_path / 'vars.json'}", *extra]
@@ -117,7 +141,8 @@ def port_of(srv):
 def test_the_drain_waits_for_the_request_in_flight_before_the_stop(tmp_path):
     hook = {"sglang_before_drain_command": [str(tmp_path / "bin" / "send-request")], "sglang_drain_timeout": 60}
     (tmp_path / "hook.json").write_text(json.dumps(hook))
-    with StandinSglang(hold=3) as srv:
+    # Held past the hook's own tasks and the drain's first count, even on a busy machine.
+    with StandinSglang(hold=15) as srv:
         rc, out, calls, _ = run_drain(tmp_path, port_of(srv), "-e", f"@{tmp_path / 'hook.json'}")
     assert rc == 0, out[-3000:]
     assert "RETRYING: [gpu-x]: Wait for in-flight requests to finish" in out
@@ -219,3 +244,28 @@ def test_no_after_serve_hook_for_a_host_that_does_not_serve(tmp_path):
     rc, out, calls = deploy(tmp_path, port, sglang_drained=True)
     assert rc != 0 and "Wait for /health" in out
     assert not [c for c in calls if c.startswith("hook")]
+
+
+@pytest.mark.parametrize("active", ["active", "inactive", "activating"])
+def test_the_load_balancer_hooks_run_both_for_a_serving_host_or_neither(tmp_path, active):
+    """A host out of the load balancer comes back into it; one never taken out is left alone
+    (not serving, or waiting to restart after a crash). The drain's result lists what ran."""
+    hooks = {"sglang_before_drain_command": [str(tmp_path / "bin" / "lb-hook"), "remove"],
+             "sglang_after_serve_command": [str(tmp_path / "bin" / "lb-hook"), "add"],
+             "sglang_files": [{"path": str(tmp_path / "sglang.env"), "content": "A=1\n"}],
+             "sglang_secret_files": [{"path": str(tmp_path / "secrets.env"), "content": "", "mode": "0600"}],
+             "sglang_unit_file": str(tmp_path / "sglang.service"), "sglang_health_timeout": 10}
+    (tmp_path / "hook.json").write_text(json.dumps(hooks))
+    play = DRAIN_AND_DEPLOY.format(dest=tmp_path / "drain.json")
+    with StandinSglang() as srv:
+        rc, out, calls, _ = run_drain(tmp_path, port_of(srv), "-e", f"@{tmp_path / 'hook.json'}", active=active,
+                                      play=play)
+    assert rc == 0, out[-3000:]
+    ran = [c for c in calls if c.startswith("hook")]
+    drain = json.loads((tmp_path / "drain.json").read_text())
+    target = f"gpu-x:{port_of(srv)}"
+    if active == "active":
+        assert ran == [f"hook remove before_drain gpu-x {target}", f"hook add after_serve gpu-x {target}"]
+        assert drain["hooks"] == ["before_drain", "after_serve"] and drain["changed"]
+    else:
+        assert ran == [] and drain["hooks"] == [] and not drain["changed"]

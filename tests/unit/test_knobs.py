@@ -160,3 +160,14 @@ def test_a_unit_asked_off_is_disabled_and_left_stopped(host):
     result = apply_unit("/", "sglang.service", [], False, False, Gate(check_mode=True, runner=systemctl))
     assert result["changed"] and result["after"] == {"enabled": "disabled", "active": "inactive"}
     assert systemctl.calls == []  # check mode: asked, nothing done
+
+
+@pytest.mark.parametrize("active", ["active", "activating"])
+def test_a_unit_asked_stopped_is_stopped_running_or_waiting_to_restart(host, active):
+    """sglang_service_started: false on a running unit (or one in Restart=on-failure's wait)."""
+    systemctl = Systemctl(enabled="disabled", active=active)
+    planned = apply_unit("/", "sglang.service", [], False, False, Gate(check_mode=True, runner=systemctl))
+    assert planned["changed"] and systemctl.calls == []  # the plan sees it pending: the host is drained first
+    result = apply_unit("/", "sglang.service", [], False, False, Gate(runner=systemctl))
+    assert systemctl.calls == [["stop", "sglang.service"]]
+    assert result["after"] == {"enabled": "disabled", "active": "inactive"}

@@ -233,3 +233,13 @@ def test_interconnect_measurement_in_the_report_and_kept_by_a_tuning_run(tmp_pat
             "| all-reduce: measured (exit status 1); all-reduce: 4 wrong values |") in head
     assert "| gpu-02 | — | — | — | P2P: not installed; all-reduce: failed (exit status 1; no result rows) |" in head
     assert "| gpu-03 |" not in head.split("## GPU interconnect", 1)[1]
+
+
+def test_the_drain_row_lists_the_load_balancer_hooks_that_ran(tmp_path):
+    write(tmp_path)
+    drain = {"before": "active", "after": "stopped", "changed": True, "applied": True, "msg": "drained and stopped",
+             "hooks": ["before_drain"]}  # the host failed after its drain: out of the balancer
+    (tmp_path / "hosts" / "gpu-01.json").write_text(json.dumps(dict(FRAGMENT, results={"drain": drain})))
+    assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01"]) == 0
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert fleet["hosts"]["gpu-01"]["knobs"]["drain"]["tuning"]["hooks"] == ["before_drain"]

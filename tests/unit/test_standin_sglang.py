@@ -1,12 +1,19 @@
-"""The sglang stand-in holds a request in flight and exports it as sglang does, so a drain can wait for it."""
+"""The sglang stand-in (lab/standin/sglang_server.py, which the lab's sglang.service runs) holds
+requests in flight and exports them as sglang does, so a drain can wait for them."""
 import json
 import re
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 
-from standin_sglang import StandinSglang
+from fakehost import REPO
+from sglang_server import StandinSglang
+
+SERVER = REPO / "lab" / "standin" / "sglang_server.py"
 
 # The expression the drain waits on (sglang_drain_running in roles/sglang/vars/main.yml; sum == 0).
 RUNNING = re.compile(r"sglang:num_running_reqs\{[^}]*\} ([0-9.e+]+)")
@@ -62,30 +69,106 @@ def test_metrics_and_health_need_no_api_key_but_generate_does():
     assert results == [401, 200]
 
 
-def test_runs_from_sglang_launch_server_command_line(tmp_path):
-    """As the lab runs it for sglang.launch_server: the API key from --config, other options ignored."""
-    import socket
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    config = tmp_path / "secret-args.yaml"
-    config.write_text("api-key: 'it''s'\n")
+def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("standin_sglang.py")), "--model-path", "/models/x",
-         "--moe-runner-backend", "flashinfer_cutedsl", "--enable-metrics", "--host", "127.0.0.1",
-         "--port", str(port), "--config", str(config)], stdout=subprocess.PIPE, text=True)
+        return probe.getsockname()[1]
+
+
+def launch(*options):
+    """The stand-in as the lab's sglang.service runs it; returns (process, url, its first line)."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(SERVER), "--host", "127.0.0.1", "--port", str(port), *options],
+                              stdout=subprocess.PIPE, text=True)
+    return server, f"http://127.0.0.1:{port}", server.stdout.readline()
+
+
+def status(url):
     try:
-        said = server.stdout.readline()
-        assert "--moe-runner-backend flashinfer_cutedsl" in said and "--enable-metrics" in said
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_runs_from_sglang_launch_server_command_line(tmp_path):
+    """As the lab runs it for sglang.launch_server: the API key from --config, other options ignored."""
+    config = tmp_path / "secret-args.yaml"
+    config.write_text("api-key: 'it''s'\n")
+    server, url, said = launch("--model-path", "/models/x", "--moe-runner-backend", "flashinfer_cutedsl",
+                               "--enable-metrics", "--config", str(config))
+    try:
+        assert "--moe-runner-backend flashinfer_cutedsl" in said and "--enable-metrics" not in said
         results = []
-        url = f"http://127.0.0.1:{port}"
         generate(url, results)
         generate(url, results, {"Authorization": "Bearer it's"})
         assert results == [401, 200]
+        assert status(url + "/metrics") == 200
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_metrics_only_with_enable_metrics_as_sglang():
+    server, url, _ = launch("--model-path", "/models/x")
+    try:
+        assert (status(url + "/metrics"), status(url + "/health")) == (404, 200)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def chat(url, results, **fields):
+    body = json.dumps({"model": "GLM", "messages": [{"role": "user", "content": "hi there"}], **fields}).encode()
+    request = urllib.request.Request(url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        results.append(json.loads(response.read()))
+
+
+def test_requests_held_in_flight_are_counted_until_answered():
+    """Each request's own hold keeps it running; /metrics counts every one until it is answered."""
+    with StandinSglang() as srv:
+        results = []
+        clients = [threading.Thread(target=chat, args=(srv.url, results), kwargs={"hold": 300}) for _ in range(3)]
+        for client in clients:
+            client.start()
+        deadline = time.monotonic() + 10
+        while srv.active < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        in_flight = running(srv.url)
+        quick = []
+        chat(srv.url, quick)  # not held: answered while the others wait
+        still = running(srv.url), len(results)
+        srv.release()
+        for client in clients:
+            client.join(timeout=30)
+        after = running(srv.url)
+    assert in_flight == 3 and still == (3, 0)
+    assert quick[0]["object"] == "chat.completion" and quick[0]["model"] == "GLM"
+    assert len(results) == 3 and after == 0
+
+
+def test_chat_completions_in_the_openai_shape():
+    with StandinSglang(model="GLM-5-NVFP4") as srv:
+        results = []
+        chat(srv.url, results, max_tokens=2)
+        chat(srv.url, results, max_tokens=8, ignore_eos=True, model="")
+        models = json.loads(get(srv.url + "/v1/models"))
+    first, second = results
+    assert first["choices"][0]["message"] == {"role": "assistant", "content": " tok tok"}
+    assert first["choices"][0]["finish_reason"] == "length"
+    assert first["usage"] == {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+    assert second["model"] == "GLM-5-NVFP4" and second["usage"]["completion_tokens"] == 8
+    assert [m["id"] for m in models["data"]] == ["GLM-5-NVFP4"]
+
+
+def test_chat_completions_stream_one_chunk_per_token():
+    with StandinSglang() as srv:
+        body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stream": True}).encode()
+        request = urllib.request.Request(srv.url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            events = [line[6:] for line in response.read().decode().splitlines() if line.startswith("data: ")]
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert events[-1] == "[DONE]" and len(chunks) == 3  # the pretend EOS after 3 tokens
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    assert [c["choices"][0]["finish_reason"] for c in chunks] == [None, None, "stop"]
