@@ -10,8 +10,9 @@ every host the stop leaves out.
 
 Options: hosts (every host of the run, within --limit, in inventory order), planned (hosts
 that passed their plan), canary_count, max_failures (a count or "N%" of hosts). Returns
-failed, canary, limit, stop (the reason; empty to go on), left_out (the hosts a stop leaves
-out: this batch and every later one) and msg.
+failures (the hosts failed so far; not "failed", which would fail the task), canary, limit,
+stop (the reason; empty to go on), left_out (the hosts a stop leaves out: this batch and
+every later one) and msg.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def decide(hosts, planned, play_hosts, batch, converged, canary_count, max_failu
     left_out = play_hosts[start:] if stop else []
     msg = f"rollout stopped before {', '.join(left_out)}: {stop}" if stop else (
         f"{len(failed)} failure(s) so far, {limit} allowed; batch: {', '.join(batch)}")
-    return {"failed": failed, "canary": canary, "limit": limit, "stop": stop, "left_out": left_out, "msg": msg}
+    return {"failures": failed, "canary": canary, "limit": limit, "stop": stop, "left_out": left_out, "msg": msg}
 
 
 class ActionModule(ActionBase):

@@ -30,7 +30,7 @@ def test_a_host_that_failed_its_plan_is_a_failure_never_the_canary():
     # host that passed its plan, and one failure of 8 is within 25 %.
     planned = [h for h in FLEET if h != "gpu-03"]
     first = decide(["gpu-01"], planned=planned)
-    assert first["canary"] == ["gpu-01"] and first["failed"] == ["gpu-03"] and first["stop"] == ""
+    assert first["canary"] == ["gpu-01"] and first["failures"] == ["gpu-03"] and first["stop"] == ""
     later = decide(["gpu-04", "gpu-05"], converged=["gpu-01", "gpu-02"], planned=planned)
     assert later["stop"] == "" and later["left_out"] == []
 
@@ -46,40 +46,40 @@ def test_the_stop_names_every_host_it_leaves_out_not_only_the_next_batch():
     # Batches 1, 2, 2, 3: two of the second batch lost; the stop before the third batch leaves
     # out the third and the fourth.
     got = decide(["gpu-04", "gpu-05"], converged=["gpu-01"], max_failures=1)
-    assert got["failed"] == ["gpu-02", "gpu-03"]
+    assert got["failures"] == ["gpu-02", "gpu-03"]
     assert got["stop"] == ("2 host(s) failed (gpu-02, gpu-03), more than rollout_max_failures allows (1 of 8)")
     assert got["left_out"] == ["gpu-04", "gpu-05", "gpu-06", "gpu-07", "gpu-08"]
 
 
 def test_failures_at_the_limit_go_on():
     got = decide(["gpu-06"], converged=["gpu-01", "gpu-02", "gpu-03"], max_failures="25%")
-    assert got["failed"] == ["gpu-04", "gpu-05"] and got["limit"] == 2 and got["stop"] == ""
+    assert got["failures"] == ["gpu-04", "gpu-05"] and got["limit"] == 2 and got["stop"] == ""
 
 
 def test_plan_failures_alone_can_stop_before_the_canary():
     planned = ["gpu-01", "gpu-02", "gpu-03", "gpu-04", "gpu-05"]
     got = decide(["gpu-01"], planned=planned)
-    assert got["failed"] == ["gpu-06", "gpu-07", "gpu-08"]
+    assert got["failures"] == ["gpu-06", "gpu-07", "gpu-08"]
     assert got["stop"].startswith("3 host(s) failed (gpu-06, gpu-07, gpu-08)")
     assert got["left_out"] == planned
 
 
 def test_canary_one_of_one():
     got = decide(["gpu-01"], hosts=["gpu-01"])
-    assert got == {"failed": [], "canary": ["gpu-01"], "limit": 0, "stop": "", "left_out": [],
+    assert got == {"failures": [], "canary": ["gpu-01"], "limit": 0, "stop": "", "left_out": [],
                    "msg": "0 failure(s) so far, 0 allowed; batch: gpu-01"}
 
 
 def test_every_host_failing_its_plan_leaves_no_rollout():
     got = decide([], planned=[])
-    assert got["failed"] == FLEET and got["canary"] == [] and got["left_out"] == []
+    assert got["failures"] == FLEET and got["canary"] == [] and got["left_out"] == []
 
 
 def test_only_the_hosts_within_limit_count():
     # --limit gpu-05,gpu-06,gpu-07,gpu-08: the others are neither failures nor the denominator.
     hosts = FLEET[4:]
     got = decide(["gpu-06"], converged=["gpu-05"], hosts=hosts, planned=hosts, max_failures="25%")
-    assert got["failed"] == [] and got["limit"] == 1 and got["canary"] == ["gpu-05"]
+    assert got["failures"] == [] and got["limit"] == 1 and got["canary"] == ["gpu-05"]
     lost = decide(["gpu-06"], hosts=hosts, planned=hosts)
     assert lost["stop"] == "canary host(s) gpu-05 did not converge" and lost["left_out"] == FLEET[5:]
 
@@ -108,5 +108,6 @@ def test_the_action_reads_the_converged_marks_of_earlier_batches_only(monkeypatc
     hostvars = HostVars({"gpu-01": {"rollout_converged": True}, "gpu-02": {}})
     got = plugin.run(task_vars={"hostvars": hostvars, "ansible_play_hosts_all": FLEET[:4],
                                 "ansible_play_batch": ["gpu-03", "gpu-04"]})
-    assert got["changed"] is False and got["failed"] == ["gpu-02"]
+    # "failed" would fail the task: the failed hosts are "failures".
+    assert got["changed"] is False and "failed" not in got and got["failures"] == ["gpu-02"]
     assert got["stop"].startswith("1 host(s) failed (gpu-02)") and got["left_out"] == ["gpu-03", "gpu-04"]
