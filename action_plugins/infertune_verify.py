@@ -36,8 +36,9 @@ def entry(host, facts, play_hosts, options, check_mode):
     results = plain(facts.get("infertune_results"))
     applied = [k for k, v in (results or {}).items() if isinstance(v, dict) and v.get("applied") and v.get("changed")]
     given = [n for n in options["connection"] if n in facts]
+    reason = "infertune_failure" in facts or "rollout_stopped" in facts
     return {
-        "verify": host in play_hosts and "infertune_failure" not in facts and "rollout_stopped" not in facts,
+        "verify": host in play_hosts and not reason,
         "expected": {n: plain(facts[n]) for n in options["expected"] if n in facts},
         "results": results,
         "check_mode": plain(facts.get("infertune_check_mode", check_mode)),
@@ -45,7 +46,9 @@ def entry(host, facts, play_hosts, options, check_mode):
         "connection": None if any(n in facts for n in options["secrets"]) else {n: plain(facts[n]) for n in given},
         "rollout": {"stage": plain(facts.get("infertune_reached", "plan")), "drained": "drain" in applied,
                     "rebooted": "reboot" in applied, "failure": plain(facts.get("infertune_failure", "")),
-                    "stopped": plain(facts.get("rollout_stopped", ""))},
+                    "stopped": plain(facts.get("rollout_stopped", "")),
+                    # Out of the play (failed or unreachable earlier) without a reason of ours.
+                    "lost": host not in play_hosts and not reason},
     }
 
 

@@ -208,7 +208,7 @@ def why(result, failing_labels, entry):
     stopped there. entry is the run's record of the host (None without one)."""
     if result == "pass":
         return ""
-    if result == "fail":
+    if failing_labels:
         return "knobs off: " + ", ".join(failing_labels)
     rollout = (entry or {}).get("rollout")
     if not rollout:
@@ -216,10 +216,29 @@ def why(result, failing_labels, entry):
     if rollout.get("stopped"):
         return str(rollout["stopped"])
     if rollout.get("failure"):
-        return f"failed in stage {rollout['stage']}: {str(rollout['failure']).strip().splitlines()[0]}"
+        return f"failed in stage {rollout['stage']}: {first_line(rollout['failure'])}"
+    if rollout.get("unreachable"):
+        return f"unreachable in stage {rollout['stage']}: {first_line(rollout['unreachable'])}"
+    # Out of the play without a reason: every failure after the plan is rescued with one, so a
+    # host lost later was unreachable.
+    if rollout.get("lost") and rollout["stage"] != "plan":
+        return f"unreachable in stage {rollout['stage']} (the run's output names the task)"
     if entry.get("verify"):
         return "verification returned no result for it"
     return f"failed or unreachable in stage {rollout['stage']} (the run's output names the task)"
+
+
+def first_line(text):
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def failed_in_run(entry):
+    """Whether this run failed the host before verification: its plan or a stage failed, or it
+    was lost (a host left out by a stopped rollout did not fail)."""
+    rollout = (entry or {}).get("rollout") or {}
+    return bool(not rollout.get("stopped") and (rollout.get("failure") or rollout.get("unreachable")
+                                                 or rollout.get("lost")))
 
 
 def build(fragments, verified, hosts=None, run=None):
@@ -247,8 +266,8 @@ def build(fragments, verified, hosts=None, run=None):
                           if result is not None else None,
             }
         failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]
-        result = "not verified" if not checks else ("fail" if failing else "pass")
         entry = run.get(host)
+        result = "fail" if failing or failed_in_run(entry) else ("pass" if checks else "not verified")
         rollout = (entry or {}).get("rollout")
         report["hosts"][host] = {
             "result": result,
@@ -266,8 +285,18 @@ def build(fragments, verified, hosts=None, run=None):
     totals = {}
     for entry in report["hosts"].values():
         totals[entry["result"]] = totals.get(entry["result"], 0) + 1
-    report["summary"] = {"hosts": len(names), **totals}
+    # Each failed host with the stage it failed in (verify: a knob is off).
+    failed = {h: (e["rollout"] or {}).get("stage", "verify") for h, e in report["hosts"].items() if e["result"] == "fail"}
+    report["summary"] = {"hosts": len(names), **totals, "failed": failed}
     return report
+
+
+def counts(summary):
+    """'3 pass, 2 fail (gpu-03 in stage plan, gpu-05 in stage runtime), 3 not verified'."""
+    failed = summary.get("failed") or {}
+    stages = " (" + ", ".join(f"{h} in stage {s}" for h, s in failed.items()) + ")" if failed else ""
+    return (f"{summary.get('pass', 0)} pass, {summary.get('fail', 0)} fail{stages}, "
+            f"{summary.get('not verified', 0)} not verified")
 
 
 def clip(text, width=CELL_WIDTH):
@@ -295,8 +324,7 @@ def markdown(report):
     summary = report["summary"]
     lines = [
         "# infertune fleet report", "",
-        f"Generated {report['generated']}. {summary['hosts']} hosts: "
-        + ", ".join(f"{summary.get(k, 0)} {k}" for k in ("pass", "fail", "not verified")) + ".", "",
+        f"Generated {report['generated']}. {summary['hosts']} hosts: {counts(summary)}.", "",
     ]
     failing = [h for h, e in hosts.items() if e["result"] != "pass"]
     if failing:
@@ -376,17 +404,41 @@ def with_aer_trend(previous, results):
     return dict(results, fabric=dict(fabric, aer_rising=rising, after=warning))
 
 
-def write(directory, hosts=None, run=None):
+def write(directory, hosts=None, run=None, verified=True):
     """fleet.json and fleet.md from the fragments and the JUnit XML (and this run's record of
-    each host, when there is one); returns a summary line."""
+    each host, when there is one); returns a summary line. verified=False: this run verified
+    nothing, so no JUnit file (an earlier run's) is read."""
     directory = Path(directory)
-    verified = read_junit(sorted((directory / "verify").glob("*.xml")))
-    report = build(read_fragments(directory / "hosts"), verified, hosts, run)
+    directory.mkdir(parents=True, exist_ok=True)
+    junit = read_junit(sorted((directory / "verify").glob("*.xml"))) if verified else {}
+    report = build(read_fragments(directory / "hosts"), junit, hosts, run)
     (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     (directory / "fleet.md").write_text(markdown(report))
-    summary = report["summary"]
-    return (f"{directory / 'fleet.md'}: {summary['hosts']} hosts, "
-            + ", ".join(f"{summary.get(k, 0)} {k}" for k in ("pass", "fail", "not verified")))
+    return f"{directory / 'fleet.md'}: {report['summary']['hosts']} hosts, {counts(report['summary'])}"
+
+
+EARLIER = ("> ⚠️ **Not current.** This report is from an earlier run. A run started {started} has not "
+           "written its own yet: it is in progress, or it ended before its report (its output says why).")
+
+
+def mark_earlier(directory, started):
+    """At a run's start: mark the report an earlier run left (fleet.md and fleet.json) as not
+    current, so that it never reads as this run's if this run ends before writing its own.
+    Returns whether there was one to mark."""
+    directory = Path(directory)
+    md, js = directory / "fleet.md", directory / "fleet.json"
+    if not md.exists():
+        return False
+    text = md.read_text()
+    banner = EARLIER.format(started=started)
+    # A report marked by a run that ended without its own keeps one banner: the latest run's.
+    text = text.split("\n\n", 1)[1] if text.startswith("> ⚠️ **Not current.**") else text
+    md.write_text(banner + "\n\n" + text)
+    if js.exists():
+        data = json.loads(js.read_text())
+        data["not_current"] = banner.removeprefix("> ⚠️ ").replace("**", "")
+        js.write_text(json.dumps(data, indent=2) + "\n")
+    return True
 
 
 def main(argv=None):

@@ -2,6 +2,8 @@
 reported with its reason, and a re-run after the fault is cleared converges it
 while the converged hosts are left alone (no drain, no reboot)."""
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -164,19 +166,86 @@ def test_host_with_wrong_gpus_is_neither_drained_nor_rebooted(hosts):
     assert_resumed(hosts, victim)
 
 
-def test_backend_refused_on_the_canary_touches_nothing_else(hosts, tmp_path):
-    # FlashInfer does not declare its CuTe DSL MoE for SM120: refused without the opt-in.
-    extra = tmp_path / "canary.yml"
-    extra.write_text("gpu_nodes:\n  hosts:\n    %s:\n      sglang_moe_runner_backend: flashinfer_cutedsl\n" % CANARY)
-    others = [h for h in hosts if h != CANARY]
-    before = {h: (boot_id(h), state_digest(h)) for h in others[:2]}
-    rc, out = playbook("site.yml", "-i", "inventory/lab", "-i", str(extra), "-e", "kernel_reboot_strategy=always")
+@pytest.fixture
+def converged(lab):
+    """The lab's hosts as they are (any number), converged, with a report that says pass."""
+    playbook("site.yml", *ONE_BATCH, check=True)
+    return sorted(lab.hosts())
+
+
+def drift(host):
+    on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")  # a runtime change
+
+
+def test_a_host_whose_plan_fails_is_a_failure_never_the_canary(converged, tmp_path):
+    """FlashInfer does not declare its CuTe DSL MoE for SM120: the first host's plan refuses
+    it. That host is never touched and counts as one failure (within rollout_max_failures);
+    the canary is the first host that passed its plan, and every other host converges."""
+    refused, *others = converged
+    extra = tmp_path / "refused.yml"
+    extra.write_text("gpu_nodes:\n  hosts:\n    %s:\n      sglang_moe_runner_backend: flashinfer_cutedsl\n" % refused)
+    before = (boot_id(refused), state_digest(refused))
+    for host in others:
+        drift(host)
+    rc, out = playbook("site.yml", "-i", "inventory/lab", "-i", str(extra), "-e", "rollout_max_failures=1")
     assert rc != 0
     assert "flashinfer_cutedsl" in out and "sglang_allow_undeclared_backend" in out, out[-4000:]
-    # The canary failed its plan: every other host was read, none was changed.
-    assert "canary host(s) %s did not converge" % CANARY in out, out[-4000:]
-    assert all(r["changed"] == 0 for h, r in recap(out).items() if h != CANARY), out[-4000:]
-    assert {h: (boot_id(h), state_digest(h)) for h in before} == before
+    assert "rollout stopped" not in out, out[-4000:]
+    result = recap(out)
+    assert result[refused]["failed"] == 1 and result[refused]["changed"] == 0, out[-4000:]
+    assert all(result[h]["failed"] == 0 and result[h]["changed"] > 0 for h in others), out[-4000:]
+    assert (boot_id(refused), state_digest(refused)) == before
+    report = fleet()
+    assert report["hosts"][refused]["result"] == "fail"
+    assert report["hosts"][refused]["reason"].startswith("failed in stage plan: "), report["hosts"][refused]
+    assert all(report["hosts"][h]["result"] == "pass" for h in others), report["hosts"]
+    assert report["summary"]["failed"] == {refused: "plan"}
+    assert f"1 fail ({refused} in stage plan)" in (ROOT / "reports" / "fleet.md").read_text()
+
+
+def test_the_only_host_of_a_batch_lost_mid_stage_gets_this_runs_report(converged):
+    """The only host with a change pending is the canary, alone in its batch; stopped while its
+    runtime stage runs, it is unreachable, and Ansible ends the playbook before the verify play.
+    The run still ends with its own report, and the earlier report's pass is gone."""
+    victim, others = converged[0], converged[1:]
+    assert fleet()["hosts"][victim]["result"] == "pass"
+    drift(victim)
+    proc = subprocess.Popen([str(BIN / "ansible-playbook"), "site.yml"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("TASK [") and "Record the runtime stage" in line:
+                labctl("stop", victim)
+                break
+        lines.append(proc.stdout.read())
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        labctl("start", victim)
+    out = "".join(lines)
+    report = fleet()
+    assert "not_current" not in report, out[-4000:]
+    entry = report["hosts"][victim]
+    assert entry["result"] == "fail" and report["summary"]["failed"] == {victim: "runtime"}, entry
+    if proc.returncode == 4:
+        # Lost in a task of its own: unreachable, and Ansible ended the playbook there.
+        assert recap(out)[victim]["unreachable"] == 1, out[-4000:]
+        assert entry["reason"].startswith("unreachable in stage runtime: "), entry
+        for host in others:
+            assert report["hosts"][host]["result"] == "not verified", report["hosts"][host]
+            assert report["hosts"][host]["reason"].startswith("the run ended before its verification"), report
+    else:
+        # Lost in a loop's item: the loop fails, the rescue keeps that the host was unreachable.
+        assert proc.returncode == 2, out[-4000:]
+        assert entry["reason"].startswith("failed in stage runtime: ") and ": unreachable: " in entry["reason"], entry
+    # Back, it converges on a re-run; the others are left alone.
+    rc, out = playbook("site.yml")
+    assert rc == 0, out[-6000:]
+    assert all(recap(out)[h]["changed"] == 0 for h in others), out[-4000:]
+    assert fleet()["hosts"][victim]["result"] == "pass"
 
 
 def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):

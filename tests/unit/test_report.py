@@ -59,7 +59,8 @@ def test_fleet_json_verdicts_and_changes(tmp_path):
     write(tmp_path)
     assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01,gpu-02,gpu-03"]) == 0
     fleet = json.loads((tmp_path / "fleet.json").read_text())
-    assert fleet["summary"] == {"hosts": 3, "pass": 1, "fail": 1, "not verified": 1}
+    assert fleet["summary"] == {"hosts": 3, "pass": 1, "fail": 1, "not verified": 1,
+                                  "failed": {"gpu-02": "verify"}}
     one, two = fleet["hosts"]["gpu-01"], fleet["hosts"]["gpu-02"]
     assert one["result"] == "pass" and one["tuned_at"] == "2026-11-30T10:00:00"
     assert two["failing"] == ["pcie_mrrs", "gpus"]  # MaxReadReq: one check passed, one failed
@@ -83,7 +84,7 @@ def test_markdown_summarises_before_details(tmp_path):
     report.main(["--dir", str(tmp_path)])
     text = (tmp_path / "fleet.md").read_text()
     head, details = text.split("## Per host", 1)
-    assert "2 hosts: 1 pass, 1 fail, 0 not verified." in head
+    assert "2 hosts: 1 pass, 1 fail (gpu-02 in stage verify), 0 not verified." in head
     assert "Needs attention: **gpu-02** (MaxReadReq, GPUs)" in head
     # kernel package, boot entry and command line (changed): their tests are not in this run.
     assert "| gpu-01 | pass | · | · | · ↻ |" in head
@@ -149,7 +150,7 @@ def test_every_host_not_verified_says_how_far_the_run_took_it_and_why(tmp_path):
     head = (tmp_path / "fleet.md").read_text().split("## Per host", 1)[0]
     assert ("**gpu-03** (not verified: failed or unreachable in stage reboot (the run's output names the task);"
             " drained)") in head
-    assert "**gpu-04** (not verified: failed in stage drain: Stop unless" in head
+    assert "**gpu-04** (fail: failed in stage drain: Stop unless" in head
 
 
 def test_a_record_of_a_check_or_earlier_run_never_reads_as_tuned(tmp_path):
@@ -243,3 +244,60 @@ def test_the_drain_row_lists_the_load_balancer_hooks_that_ran(tmp_path):
     assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01"]) == 0
     fleet = json.loads((tmp_path / "fleet.json").read_text())
     assert fleet["hosts"]["gpu-01"]["knobs"]["drain"]["tuning"]["hooks"] == ["before_drain"]
+
+
+def test_failed_and_lost_hosts_are_failed_with_their_stage(tmp_path):
+    """A stopped rollout: one host failed its driver proof, one was lost mid-stage, one failed
+    its plan, two were left out. Failed and lost hosts are failed, with their stage, in the
+    summary line and fleet.json; the hosts left out are not verified."""
+    write(tmp_path)
+    stopped = "the rollout stopped before this host's batch: 2 host(s) failed"
+    run = {
+        "gpu-01": {"verify": True, "results": FRAGMENT["results"], "rollout": {"stage": "verify"}},
+        "gpu-03": {"verify": False, "results": {}, "rollout": {"stage": "boot config", "failure": "Prove it: no nvidia.ko"}},
+        "gpu-04": {"verify": False, "results": {}, "rollout": {"stage": "runtime", "failure": "", "lost": True}},
+        "gpu-05": {"verify": False, "results": {}, "rollout": {"stage": "plan", "failure": "gpu-05: MoE backend"}},
+        "gpu-06": {"verify": False, "results": None, "rollout": {"stage": "plan", "failure": "", "stopped": stopped}},
+        "gpu-07": {"verify": False, "results": None, "rollout": {"stage": "plan", "failure": "", "stopped": stopped}},
+    }
+    line = report.write(tmp_path, sorted(run), run)
+    counted = ("1 pass, 3 fail (gpu-03 in stage boot config, gpu-04 in stage runtime, gpu-05 in stage plan),"
+               " 2 not verified")
+    assert line.endswith(f"6 hosts, {counted}")
+    assert f"6 hosts: {counted}." in (tmp_path / "fleet.md").read_text()
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert fleet["summary"] == {"hosts": 6, "pass": 1, "fail": 3, "not verified": 2,
+                                "failed": {"gpu-03": "boot config", "gpu-04": "runtime", "gpu-05": "plan"}}
+    assert fleet["hosts"]["gpu-04"]["reason"] == "unreachable in stage runtime (the run's output names the task)"
+    assert fleet["hosts"]["gpu-05"]["reason"] == "failed in stage plan: gpu-05: MoE backend"
+    assert fleet["hosts"]["gpu-06"]["result"] == "not verified" and fleet["hosts"]["gpu-06"]["reason"] == stopped
+
+
+def test_a_host_lost_with_its_task_reads_unreachable_in_its_stage(tmp_path):
+    write(tmp_path)
+    run = {"gpu-01": {"verify": False, "results": None,
+                      "rollout": {"stage": "runtime", "unreachable": "Apply the runtime knobs: ssh: no route\nmore"}}}
+    # This run verified nothing: an earlier run's JUnit (gpu-01 passed) is not read.
+    report.write(tmp_path, ["gpu-01"], run, verified=False)
+    entry = json.loads((tmp_path / "fleet.json").read_text())["hosts"]["gpu-01"]
+    assert entry["result"] == "fail"
+    assert entry["reason"] == "unreachable in stage runtime: Apply the runtime knobs: ssh: no route"
+
+
+def test_an_earlier_report_is_marked_not_current_at_a_run_start(tmp_path):
+    assert report.mark_earlier(tmp_path, "2026-12-03T10:00:00+00:00") is False
+    write(tmp_path)
+    report.write(tmp_path, ["gpu-01"])
+    assert report.mark_earlier(tmp_path, "2026-12-03T10:00:00+00:00") is True
+    assert report.mark_earlier(tmp_path, "2026-12-03T11:00:00+00:00") is True
+    text = (tmp_path / "fleet.md").read_text()
+    assert text.startswith("> ⚠️ **Not current.** This report is from an earlier run. A run started"
+                           " 2026-12-03T11:00:00+00:00 has not written its own yet")
+    assert text.count("Not current") == 1 and "1 hosts: 1 pass" in text
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert fleet["not_current"].startswith("Not current. This report is from an earlier run. A run started 2026-12-03T11")
+    assert fleet["hosts"]["gpu-01"]["result"] == "pass"
+    # The run's own report replaces it, unmarked.
+    report.write(tmp_path, ["gpu-01"])
+    assert "Not current" not in (tmp_path / "fleet.md").read_text()
+    assert "not_current" not in json.loads((tmp_path / "fleet.json").read_text())

@@ -272,6 +272,11 @@ def test_child_path_starts_with_the_bin_dir_of_our_python_when_it_has_ansible(tm
     assert runner.child_env()["PATH"] == "/usr/bin"
 
 
+def test_the_projects_report_callback_is_not_hidden_by_ansible_runners_callbacks():
+    # ansible-runner prepends nothing and appends its own directory to this variable only.
+    assert (Path(runner.child_env()["ANSIBLE_CALLBACK_PLUGINS"]) / "infertune_report.py").is_file()
+
+
 def test_list_hosts_asks_ansible_and_honours_limit():
     inv = runner.Invocation(FIXTURE, "site.yml", inventories=[str(FIXTURE / "inventory.yml")])
     assert runner.list_hosts(inv) == ["node-a", "node-b", "node-c"]

@@ -23,7 +23,8 @@ def test_a_tuned_host_is_verified_against_its_own_values():
     assert got["connection"] == {"ansible_host": "10.0.0.7", "ansible_user": "ops"}
     assert got["address"] == "10.0.0.7"
     # Applied and changed: drained; a reboot only planned (check mode) is not one.
-    assert got["rollout"] == {"stage": "verify", "drained": True, "rebooted": False, "failure": "", "stopped": ""}
+    assert got["rollout"] == {"stage": "verify", "drained": True, "rebooted": False, "failure": "", "stopped": "",
+                              "lost": False}
 
 
 def test_failed_stopped_and_absent_hosts_are_not_verified():
@@ -32,6 +33,9 @@ def test_failed_stopped_and_absent_hosts_are_not_verified():
     # Not in the play any more (unreachable): reported, not verified; stage defaults to plan.
     lost = action.entry("c", {}, ["a"], OPTIONS, True)
     assert lost["verify"] is False and lost["rollout"]["stage"] == "plan" and lost["check_mode"] is True
+    assert lost["rollout"]["lost"] is True
+    # A host the rollout ended or left out has its reason: not lost.
+    assert action.entry("e", {"infertune_failure": "gate"}, [], OPTIONS, False)["rollout"]["lost"] is False
 
 
 def test_a_host_with_a_password_hands_over_no_connection():

@@ -1,0 +1,105 @@
+"""infertune_report callback: every run ends with a fleet report of its own.
+
+Ansible ends the whole playbook when every host of a serial batch fails or is unreachable
+(PlaybookExecutor: a batch whose failed and unreachable hosts are all of it breaks out of the
+plays): a canary lost mid-stage ends the run right after the unreachable task, and the verify
+play, which writes the report, never runs. The rollout's rescue turns every failure into an
+ended host, but Ansible's rescue does not see an unreachable one.
+
+This callback watches the run: the report's start (infertune_report_start: the report
+directory and hosts, the earlier report already marked as not current), each host's stage
+(infertune_reached), the rollout's reason for a failed host (infertune_failure) and the task
+where a host was lost. When the playbook ends without the verify play's report
+(infertune_verify), it writes this run's report: a lost host "unreachable in stage runtime:
+<task>: <message>", a failed one with its stage and reason, every other host not verified
+because the run ended first. Nothing is verified then, and no earlier verification is read.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ansible.plugins.callback import CallbackBase
+
+try:
+    from infertune import report
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from infertune import report
+
+DOCUMENTATION = """
+name: infertune_report
+type: notification
+short_description: write the run's fleet report when the playbook ends before its verify play
+description:
+  - Enabled in ansible.cfg (callbacks_enabled). Acts only on runs that marked the earlier report
+    at their start (infertune_report_start) and ended without the verify play's report.
+"""
+
+START, VERIFY = "infertune_report_start", "infertune_verify"
+ENDED = "the run ended before its verification"
+
+
+def short_action(task):
+    return (task.resolved_action or task.action or "").rsplit(".", 1)[-1]
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "notification"
+    CALLBACK_NAME = "infertune_report"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.start = None  # the start action's result
+        self.reported = False
+        self.hosts = {}  # host -> {"stage", "failure", "unreachable", "check_mode", "drained", "rebooted"}
+
+    def _host(self, name):
+        return self.hosts.setdefault(name, {"stage": "plan", "failure": "", "unreachable": "", "check_mode": False,
+                                           "drained": False, "rebooted": False})
+
+    def v2_runner_on_ok(self, result):
+        action, res = short_action(result.task), result.result
+        if action == START:
+            self.start = {k: res.get(k) for k in ("dir", "hosts", "started")}
+        elif action == VERIFY:
+            self.reported = True
+        facts = res.get("ansible_facts") or {}
+        if not facts or "_ansible_delegated_vars" in res:
+            return
+        host = self._host(result.host.get_name())
+        if facts.get("infertune_reached"):
+            host["stage"] = str(facts["infertune_reached"])
+        if facts.get("infertune_failure"):
+            host["failure"] = str(facts["infertune_failure"])
+        if "infertune_check_mode" in facts:
+            host["check_mode"] = bool(facts["infertune_check_mode"])
+        results = facts.get("infertune_results")
+        for knob, word in (("drain", "drained"), ("reboot", "rebooted")):
+            done = results.get(knob) if isinstance(results, dict) else None
+            if isinstance(done, dict) and "changed" in done:
+                host[word] = bool(done.get("changed") and done.get("applied"))
+
+    def v2_runner_on_unreachable(self, result):
+        if result.task.ignore_unreachable:
+            return
+        msg = report.first_line(result.result.get("msg") or "unreachable")
+        self._host(result.host.get_name())["unreachable"] = f"{result.task.get_name()}: {msg}"
+
+    def v2_playbook_on_stats(self, stats):
+        if self.start is None or self.reported:
+            return
+        lost = any(h["unreachable"] for h in self.hosts.values())
+        ended = ENDED + (": every host of a rollout batch was lost, and Ansible ends the playbook then"
+                         if lost else " (its output says why)")
+        run = {}
+        for name in self.start["hosts"]:
+            host = self._host(name)
+            rollout = {k: host[k] for k in ("stage", "drained", "rebooted", "failure", "unreachable")}
+            if not host["failure"] and not host["unreachable"]:
+                rollout["stopped"] = ended
+            run[name] = {"verify": False, "results": None, "check_mode": host["check_mode"], "rollout": rollout}
+        line = report.write(self.start["dir"], self.start["hosts"], run, verified=False)
+        self._display.display(f"infertune: {line} (written after the playbook ended early)")

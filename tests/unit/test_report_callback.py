@@ -1,0 +1,94 @@
+"""callback_plugins/infertune_report.py, run by ansible-playbook on this machine: a serial
+batch whose only host is lost mid-stage ends the playbook before the verify play (Ansible's
+PlaybookExecutor), yet the run ends with a report of its own, and the report an earlier run
+left is never left looking current."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from infertune import report
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The plan marks the earlier report; gpu-a then goes first, alone, and is lost in its runtime
+# stage (ssh to a closed port: unreachable); gpu-b failed its plan; gpu-c never gets its batch.
+PLAY = """- name: Plan
+  hosts: gpu_nodes
+  gather_facts: false
+  tasks:
+    - name: Mark the earlier report
+      ansible.builtin.import_role:
+        name: report
+        tasks_from: start
+    - name: The plan's reason
+      ansible.builtin.set_fact:
+        infertune_failure: "gpu-b: GPU gate: 0 GPUs"
+        infertune_check_mode: false
+      when: inventory_hostname == 'gpu-b'
+
+- name: Roll out
+  hosts: gpu-a,gpu-c
+  gather_facts: false
+  serial: 1
+  tasks:
+    - name: Record the runtime stage
+      ansible.builtin.set_fact:
+        infertune_reached: runtime
+    - name: Apply the runtime knobs
+      ansible.builtin.ping:
+      vars:
+        ansible_connection: ssh
+        ansible_host: 127.0.0.1
+        ansible_port: 1
+        ansible_ssh_common_args: -o ConnectTimeout=5
+
+- name: Verify
+  hosts: gpu_nodes
+  gather_facts: false
+  tasks:
+    - name: Verify and report
+      ansible.builtin.import_role:
+        name: infertune
+        tasks_from: verify
+"""
+
+
+def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
+    reports = tmp_path / "reports"
+    # An earlier run's report: every host passed.
+    (reports / "hosts").mkdir(parents=True)
+    earlier = {h: {"verify": True, "results": None, "rollout": {"stage": "verify"}} for h in ("gpu-a", "gpu-b", "gpu-c")}
+    report.write(reports, list(earlier), earlier, verified=False)
+    (reports / "verify").mkdir()
+    (reports / "verify" / "fleet.xml").write_text(
+        '<testsuites><testsuite name="pytest">' + "".join(
+            f'<testcase classname="t" name="test_gpu_count[ansible://{h}]"/>' for h in earlier) + "</testsuite></testsuites>")
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}, "gpu-c": {}}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAY)
+    argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
+            "-i", str(tmp_path / "inventory.yml"), "-e", f"report_dir={reports}", "-e", "report_enforce=false"]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    # Ansible ended the playbook after the lost batch: no verify play.
+    assert proc.returncode == 4 and "PLAY [Verify]" not in out, out[-3000:]
+    fleet = json.loads((reports / "fleet.json").read_text())
+    assert "not_current" not in fleet, out[-3000:]
+    hosts = fleet["hosts"]
+    assert hosts["gpu-a"]["result"] == "fail"
+    assert hosts["gpu-a"]["reason"].startswith("unreachable in stage runtime: Apply the runtime knobs: "), hosts["gpu-a"]
+    assert hosts["gpu-b"]["result"] == "fail" and hosts["gpu-b"]["reason"] == "failed in stage plan: gpu-b: GPU gate: 0 GPUs"
+    # The earlier run's verification is not this run's.
+    assert hosts["gpu-c"]["result"] == "not verified"
+    assert hosts["gpu-c"]["reason"].startswith("the run ended before its verification: every host of a rollout batch"
+                                               " was lost"), hosts["gpu-c"]
+    text = (reports / "fleet.md").read_text()
+    assert "3 hosts: 0 pass, 2 fail (gpu-a in stage runtime, gpu-b in stage plan), 1 not verified." in text
+    assert "written after the playbook ended early" in out
