@@ -9,7 +9,7 @@ once R's headers are installed.
 import os
 import re
 
-from . import sysfs
+from . import boot_kernel, sysfs
 
 # The core module under its distribution names (Debian's DKMS package calls it nvidia-current).
 CORE_MODULE = re.compile(r"^nvidia(-current)?(-open)?\.ko(\.(gz|xz|zst))?$")
@@ -111,3 +111,25 @@ def _verdict(result, built, entries):
             release, release)
     return ("no nvidia.ko under /lib/modules/%s and no DKMS-managed NVIDIA module" % release,
             "install %s, or install the driver with DKMS and %s" % (wanted, headers))
+
+
+def default_boot(root, run):
+    """{release, entry, loader, running, ready, problem}: the kernel the default boot entry starts and,
+    where it is not the running one while an NVIDIA driver is installed, whether its module is there.
+
+    Whoever moved the entry (a kernel package's hook, a distribution upgrade, a hand), a host whose
+    next boot starts a kernel without the module comes back without GPUs: `problem` says so.
+    """
+    result = dict(boot_kernel.default_release(root, run), ready=None, problem=None)
+    running = result["running"] = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    release = result["release"]
+    # The running kernel's module is the GPU gate's to judge; no driver at all, too.
+    if not release or release == running or not (module_files(root, running) or parse_dkms_status(dkms_status(run))):
+        return result
+    found = check(root, release, run)
+    result["ready"] = found["ready"]
+    if not found["ready"]:
+        result["problem"] = ("the default boot entry (%s) starts kernel %s, where the NVIDIA module will not load: %s;"
+                             " fix: %s, or make the running kernel %s the default again" % (
+                                 result["entry"], release, found["reason"], found["fix"], running))
+    return result
