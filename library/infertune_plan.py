@@ -85,6 +85,7 @@ plan:
   type: dict
 """
 
+import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -105,6 +106,9 @@ def runner(module):
     """run(argv): the binary from PATH, C locale; a missing one answers rc 127."""
     def run(argv):
         executable = module.get_bin_path(argv[0]) or argv[0]
+        # run_command fails the module on a missing binary: answer as documented instead.
+        if not os.path.isabs(executable):
+            return 127, "", "%s: command not found" % argv[0]
         try:
             return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
         except OSError as exc:

@@ -1,4 +1,5 @@
 """The default boot entry: which kernel the next boot starts, kept on the running one until the target is proved."""
+import importlib.util
 import pathlib
 import re
 
@@ -128,3 +129,19 @@ def test_the_rescue_keeps_the_running_kernel_before_ending_the_host():
     block = _tasks("roles/infertune/tasks/apply.yml")[0]
     names = [task.get("boot_kernel", task.get("ansible.builtin.meta")) for task in block["rescue"]]
     assert names.index({}) < names.index("end_host")
+
+
+def test_the_plan_reads_a_missing_command_as_rc_127():
+    """dkms is absent where the driver is not DKMS-managed: the plan's read goes on."""
+    spec = importlib.util.spec_from_file_location("infertune_plan", REPO / "library" / "infertune_plan.py")
+    plan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan)
+
+    class Module:
+        def get_bin_path(self, name):
+            return None
+
+        def run_command(self, argv, **kw):
+            raise AssertionError("run_command fails the module on a missing binary")
+
+    assert plan.runner(Module())(["dkms", "status"])[0] == 127
