@@ -10,11 +10,14 @@ description:
     that drop-in changed or grub.cfg has no entry for the release, then C(grub-set-default "SUBMENU>ENTRY") with
     the ids read from grub.cfg when grubenv's saved_entry differs.
   - On Proxmox (proxmox-boot-tool present) runs C(proxmox-boot-tool kernel pin RELEASE) instead.
+  - Without O(release), pins the running kernel the same way and reads the default entry back (it fails when
+    the entry does not boot the running kernel). The kernel role does this before it installs a kernel package,
+    whose hooks regenerate the menu (C(zz-update-grub), C(proxmox-boot-tool refresh)); with C(GRUB_DEFAULT=0) the
+    new kernel would otherwise boot next, before its NVIDIA module is proved.
 options:
   release:
-    description: Kernel release as in C(uname -r), e.g. C(6.12.95+deb12-amd64).
+    description: Kernel release as in C(uname -r), e.g. C(6.12.95+deb12-amd64); omitted, the running kernel.
     type: str
-    required: true
 author: infertune
 """
 
@@ -22,6 +25,9 @@ EXAMPLES = r"""
 - name: Boot the backports kernel
   boot_kernel:
     release: 6.12.95+deb12-amd64
+
+- name: Keep booting the running kernel whatever a kernel package's hooks do
+  boot_kernel:
 """
 
 RETURN = r"""
@@ -42,6 +48,10 @@ running:
   description: Running kernel release (/proc/sys/kernel/osrelease).
   returned: always
   type: str
+default_release:
+  description: Without O(release), the kernel the default entry boots, read back after the change.
+  returned: when release is omitted
+  type: str
 boot_kernel_reboot_required:
   description: True when the running kernel is not the wanted release.
   returned: always
@@ -50,12 +60,15 @@ boot_kernel_reboot_required:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune_node.boot_kernel import apply_boot_kernel
+from ansible.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pin_running
 
 
 def main():
-    module = AnsibleModule(argument_spec={"release": {"type": "str", "required": True}}, supports_check_mode=True)
-    run_knob(module, apply_boot_kernel, module.params["release"])
+    module = AnsibleModule(argument_spec={"release": {"type": "str"}}, supports_check_mode=True)
+    if module.params["release"] is None:
+        run_knob(module, pin_running)
+    else:
+        run_knob(module, apply_boot_kernel, module.params["release"])
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ options:
     default: when_needed
   gpu_gate:
     description: Options of M(gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
-      require_persistence, gpu_table); the result, problems included, is returned as C(gpus).
+      require_persistence, gpu_table); the result, problems included, is returned as C(gpus). With it,
+      the kernel the default boot entry starts is read (returned as C(boot_entry)); when it is not the running
+      kernel and the NVIDIA module will not load on it, that is one of the gate's problems.
     type: dict
   fabric:
     description: Options of M(pcie_fabric) (vendor, classes, gates, nvidia_smi) - read-only gates on the
@@ -73,7 +75,7 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: C(infertune_plan) (C(results) per knob, C(pending), C(failed), C(reboot),
-    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(fabric), C(backend), C(weights) and
+    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(weights) and
     C(fingerprint) when asked).
   returned: when publish is true
   type: dict
@@ -83,6 +85,7 @@ plan:
   type: dict
 """
 
+import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -91,6 +94,7 @@ from ansible.module_utils.infertune_node.gate import TuningError
 from ansible.module_utils.infertune_node.gpu_gate import gate
 from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
 from ansible.module_utils.infertune_node.identity import machine_id
+from ansible.module_utils.infertune_node.kernel_driver import default_boot
 from ansible.module_utils.infertune_node.knobs import predict, summarize
 from ansible.module_utils.infertune_node.model_weights import check as check_weights
 from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
@@ -102,6 +106,9 @@ def runner(module):
     """run(argv): the binary from PATH, C locale; a missing one answers rc 127."""
     def run(argv):
         executable = module.get_bin_path(argv[0]) or argv[0]
+        # run_command fails the module on a missing binary: answer as documented instead.
+        if not os.path.isabs(executable):
+            return 127, "", "%s: command not found" % argv[0]
         try:
             return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
         except OSError as exc:
@@ -117,6 +124,10 @@ def checks(module, plan):
             plan["gpus"] = gate(runner(module), **module.params["gpu_gate"])
         except (GpuQueryError, TypeError) as exc:
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
+        # The next boot's GPUs too: a default entry on a kernel without the NVIDIA module fails the gate.
+        plan["boot_entry"] = default_boot("/", runner(module))
+        if plan["boot_entry"]["problem"]:
+            plan["gpus"]["problems"] = list(plan["gpus"].get("problems", [])) + [plan["boot_entry"]["problem"]]
     fabric = module.params["fabric"]
     if fabric is not None:
         try:

@@ -11,7 +11,8 @@ description:
   - Returns the result contract every knob shares (C(changed), C(before), C(after),
     C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
     C(infertune_results) fact.
-  - "Modules and their arguments: C(deb_package) (name; read-only, apt installs it),
+  - "Modules and their arguments: C(deb_package) (name, variables - the package and release variables
+    that a fix names; read-only, apt installs it),
     C(boot_kernel) (release), C(kernel_cmdline) (params, vendor_params, remove, dropin, update, and
     fabric - iommu mode and link_pm_off - whose parameters the host's CPU vendor decides),
     C(sysctl) (name, value, path), C(modprobe_options) (options, path),

@@ -12,7 +12,7 @@ description:
     (RV(headers_package)).
   - It also looks for the module file itself anywhere under C(/lib/modules/<release>), C(updates/dkms/)
     from DKMS, C(kernel/nvidia-<branch>/) from a prebuilt package such as Ubuntu's
-    C(linux-modules-nvidia-<branch>-<release>). Either one makes RV(ready) true.
+    C(linux-modules-nvidia-<branch>-server-<release>) (C(kernel/nvidia-<branch>srv/)). Either one makes RV(ready) true.
   - When the module is missing it fails (with O(require)) naming the host, the release, what was found
     and the fix, e.g. the header package to install. Read-only; runs the same in check mode.
 requirements: [dkms and dpkg-query are used when present]
@@ -92,7 +92,8 @@ running_release:
   returned: always
   type: str
 running_package:
-  description: The package owning the running kernel's NVIDIA module, when the driver is not DKMS-managed.
+  description: The package of the running kernel's NVIDIA module, when the driver is not DKMS-managed (its dpkg
+    owner, or Ubuntu's C(linux-modules-nvidia-<branch>[-server]-<release>) named by the module's directory).
   returned: always
   type: str
 """

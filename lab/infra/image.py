@@ -11,7 +11,8 @@ from . import mirror, paths, podman
 CODENAME = "bookworm"
 REPOSITORY = "localhost/infertune-lab"
 IMAGE_INFO = "/etc/infertune-lab-image.json"
-DIVERTED = {"grub-probe": "/usr/sbin/grub-probe", "update-initramfs": "/usr/sbin/update-initramfs"}
+DIVERTED = {"grub-probe": "/usr/sbin/grub-probe", "update-initramfs": "/usr/sbin/update-initramfs",
+            "systemd-detect-virt": "/usr/bin/systemd-detect-virt"}
 CHROOT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
               "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"}
 LOG = paths.BUILD / "build.log"
@@ -95,7 +96,7 @@ def _clean_build_dir():
 
 
 def _install_stubs(b):
-    """Divert grub-probe and update-initramfs before their packages arrive (see the stubs' comments)."""
+    """Divert the stubbed commands (see each stub's comment), before their packages arrive where they can."""
     for stub, target in DIVERTED.items():
         b.chroot("dpkg-divert", "--local", "--rename", "--divert", f"{target}.distrib", "--add", target)
         b.write(target, (paths.RECIPE / stub).read_text(), 0o755)

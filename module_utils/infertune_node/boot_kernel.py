@@ -1,4 +1,9 @@
-"""Make the boot loader start a given kernel release by default."""
+"""Make the boot loader start a given kernel release by default, and read which one it starts.
+
+Before a kernel package is installed the running kernel is pinned (pin_running): the package's
+hooks (Debian's zz-update-grub, Proxmox's proxmox-boot-tool refresh) regenerate the menu, and
+with GRUB_DEFAULT=0 the new kernel would boot next before its NVIDIA module is proved.
+"""
 import os
 import shutil
 
@@ -18,6 +23,27 @@ def pinned_kernel(list_output):
         return None
     following = lines[lines.index("Pinned kernel:") + 1:]
     return following[0] if following and following[0] else None
+
+
+def _release_of(image):
+    return image.rsplit("/vmlinuz-", 1)[1] if image and "/vmlinuz-" in image else None
+
+
+def default_release(root, run):
+    """{release, entry, loader}: the kernel release the next boot starts by default (None when unknown).
+
+    run(argv) -> (rc, stdout, stderr) reads proxmox-boot-tool's pin on a Proxmox host.
+    """
+    if root in ("/", "") and shutil.which("proxmox-boot-tool"):
+        rc, out, _ = run(["proxmox-boot-tool", "kernel", "list"])
+        pinned = pinned_kernel(out) if rc == 0 else None
+        if pinned:
+            return {"release": pinned, "entry": "pinned " + pinned, "loader": "proxmox-boot-tool"}
+    entry = grubcfg.default_entry(_read(root, GRUB_CFG), grubcfg.read_env(root))
+    if entry is None:
+        return {"release": None, "entry": None, "loader": "grub"}
+    spec = ">".join(ident for _, _, ident in entry["trail"])
+    return {"release": _release_of(entry["linux"]), "entry": spec, "loader": "grub"}
 
 
 def _proxmox(release, gate):
@@ -73,3 +99,18 @@ def apply_boot_kernel(root, release, gate):
     return {"changed": len(gate.actions) > writes_before, "before": before, "after": after,
             "loader": loader, "running": running, "boot_kernel_reboot_required": running != release,
             "msg": "%s boots %s by default" % (loader, release)}
+
+
+def pin_running(root, gate, run=None):
+    """Boot the running kernel by default, then read the default back: the host boots what it runs
+    until the target kernel is proved, whatever the kernel package's hooks do to the menu."""
+    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    if not running:
+        raise TuningError("cannot read the running kernel release (/proc/sys/kernel/osrelease)")
+    result = apply_boot_kernel(root, running, gate)
+    result["default_release"] = running if gate.check_mode else default_release(root, run or gate.runner)["release"]
+    if result["default_release"] != running:
+        raise TuningError("the default boot entry boots %s, not the running kernel %s, after %s set it" % (
+            result["default_release"] or "an unknown kernel", running, result["loader"]))
+    result["msg"] = "%s boots the running kernel %s by default" % (result["loader"], running)
+    return result

@@ -5,12 +5,15 @@ from . import sysfs
 
 _OPEN = re.compile(r"^\s*(menuentry|submenu)\s+(?:'([^']*)'|\"([^\"]*)\")(.*)\{\s*$")
 _ID = re.compile(r"\$menuentry_id_option\s+'([^']+)'")
-_LINUX = re.compile(r"^\s*linux\s+(\S+)")
+_LINUX = re.compile(r"^\s*linux(?:efi|16)?\s+(\S+)")
+_DEFAULT = re.compile(r'^\s*set default="?([^"\n]*?)"?\s*$', re.M)
+GRUBENV = "/boot/grub/grubenv"
 
 
 def entries(text):
-    """Menu entries as dicts {title, id, submenu_id, linux}; linux is the kernel image path."""
-    found, stack = [], []
+    """Menu entries as dicts {title, id, submenu_id, linux, trail}, in menu order; linux is the
+    kernel image path, trail the (position, title, id) of each level down to the entry."""
+    found, stack, counts = [], [], [0]
     for line in text.splitlines():
         match = _OPEN.match(line)
         if match:
@@ -18,6 +21,10 @@ def entries(text):
             ident = _ID.search(match.group(4))
             frame = {"kind": kind, "title": title, "id": ident.group(1) if ident else title, "linux": None}
             frame["submenu_id"] = next((f["id"] for f in reversed(stack) if f["kind"] == "submenu"), None)
+            frame["trail"] = [f["step"] for f in stack] + [(counts[-1], title, frame["id"])]
+            frame["step"] = frame["trail"][-1]
+            counts[-1] += 1
+            counts.append(0)
             stack.append(frame)
             continue
         linux = _LINUX.match(line)
@@ -26,8 +33,9 @@ def entries(text):
         # GRUB's generator puts a closing brace alone on its line.
         if line.strip() == "}" and stack:
             frame = stack.pop()
+            counts.pop()
             if frame["kind"] == "menuentry":
-                found.append({k: frame[k] for k in ("title", "id", "submenu_id", "linux")})
+                found.append({k: frame[k] for k in ("title", "id", "submenu_id", "linux", "trail")})
     return found
 
 
@@ -47,8 +55,38 @@ def saved_entry_for(text, release):
     return "%s>%s" % (best["submenu_id"], best["id"]) if best["submenu_id"] else best["id"]
 
 
-def saved_entry(root, grubenv="/boot/grub/grubenv"):
-    for line in (sysfs.read(root, grubenv) or "").splitlines():
-        if line.startswith("saved_entry="):
-            return line.split("=", 1)[1]
-    return None
+def read_env(root, grubenv=GRUBENV):
+    """grubenv's variables (saved_entry, next_entry, ...)."""
+    lines = (sysfs.read(root, grubenv) or "").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+def saved_entry(root, grubenv=GRUBENV):
+    return read_env(root, grubenv).get("saved_entry")
+
+
+def default_spec(text, env):
+    """What GRUB boots next as its `default`: a one-shot next_entry, else the config's `set default=`
+    (GRUB_DEFAULT=saved writes "${saved_entry}", read from grubenv)."""
+    if env.get("next_entry"):
+        return env["next_entry"]
+    specs = [spec for spec in _DEFAULT.findall(text) if spec != "${next_entry}"]
+    spec = specs[-1] if specs else "0"
+    return env.get("saved_entry", "") if spec == "${saved_entry}" else spec
+
+
+def _matches(step, part):
+    position, title, ident = step
+    return int(part) == position if part.isdigit() else part in (title, ident)
+
+
+def default_entry(text, env):
+    """The menu entry GRUB boots by default: the spec resolved level by level (position, title or id,
+    "submenu>entry"); GRUB falls back to the first entry when it names none."""
+    menu = entries(text)
+    parts = default_spec(text, env).split(">")
+    for entry in menu:
+        if len(entry["trail"]) == len(parts) and all(map(_matches, entry["trail"], parts)):
+            return entry
+    first = [entry for entry in menu if entry["trail"][0][0] == 0]
+    return first[0] if first else None

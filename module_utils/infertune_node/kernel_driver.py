@@ -3,16 +3,18 @@
 modprobe finds modules only under /lib/modules/<running release>, so R needs its own
 nvidia.ko: built there by DKMS (`dkms status` shows `nvidia/<ver>, R, <arch>: installed`;
 the file lands in updates/dkms/) or shipped prebuilt for R (Ubuntu's
-linux-modules-nvidia-<branch>-R, kernel/nvidia-<branch>/). DKMS builds for R only
+linux-modules-nvidia-<branch>-server-R, kernel/nvidia-<branch>srv/). DKMS builds for R only
 once R's headers are installed.
 """
 import os
 import re
 
-from . import sysfs
+from . import boot_kernel, sysfs
 
 # The core module under its distribution names (Debian's DKMS package calls it nvidia-current).
 CORE_MODULE = re.compile(r"^nvidia(-current)?(-open)?\.ko(\.(gz|xz|zst))?$")
+# Where Ubuntu's prebuilt module packages put the module: kernel/nvidia-580srv/ for the server branch.
+PREBUILT_DIR = re.compile(r"/kernel/nvidia-(\d+)(srv)?/")
 # `dkms status` lines: dkms 3 `nvidia/580.95.05, 6.12.0-1-amd64, x86_64: installed`,
 # dkms 2 `nvidia, 535.54.03, 6.1.0-18-amd64, x86_64: installed`, or `nvidia/580.95.05: added`.
 DKMS_LINE = re.compile(r"^(?P<module>[^,/\s]+)[/,]\s*(?P<version>[^,:\s]+)"
@@ -56,6 +58,15 @@ def owning_package(run, path):
     return None
 
 
+def prebuilt_package(path, running):
+    """Ubuntu's linux-modules-nvidia-<branch>[-server]-<release> from its directory, kernel/nvidia-<branch>[srv]/:
+    its postinst links nvidia.ko there, so dpkg does not own the file."""
+    match = PREBUILT_DIR.search(path)
+    if not match:
+        return None
+    return "linux-modules-nvidia-%s%s-%s" % (match.group(1), "-server" if match.group(2) else "", running)
+
+
 def check(root, release, run):
     """What was found for RELEASE, whether the NVIDIA module will load on it (`ready`) and the fix.
 
@@ -77,7 +88,8 @@ def check(root, release, run):
         "headers_package": headers_package(release),
         "module_files": files,
         "running_release": running,
-        "running_package": owning_package(run, running_files[0]) if running_files and not entries else None,
+        "running_package": (owning_package(run, running_files[0]) or prebuilt_package(running_files[0], running)
+                            if running_files and not entries else None),
         "ready": bool(files or installed),
     }
     result["reason"], result["fix"] = _verdict(result, built, entries)
@@ -107,7 +119,29 @@ def _verdict(result, built, entries):
     if package and running and running in package:
         wanted = "%s (the running kernel's module comes from %s)" % (package.replace(running, release), package)
     else:
-        wanted = "the prebuilt NVIDIA module package for %s (Ubuntu: linux-modules-nvidia-<branch>-%s)" % (
+        wanted = "the prebuilt NVIDIA module package for %s (Ubuntu: linux-modules-nvidia-<branch>-server-%s)" % (
             release, release)
     return ("no nvidia.ko under /lib/modules/%s and no DKMS-managed NVIDIA module" % release,
             "install %s, or install the driver with DKMS and %s" % (wanted, headers))
+
+
+def default_boot(root, run):
+    """{release, entry, loader, running, ready, problem}: the kernel the default boot entry starts and,
+    where it is not the running one while an NVIDIA driver is installed, whether its module is there.
+
+    Whoever moved the entry (a kernel package's hook, a distribution upgrade, a hand), a host whose
+    next boot starts a kernel without the module comes back without GPUs: `problem` says so.
+    """
+    result = dict(boot_kernel.default_release(root, run), ready=None, problem=None)
+    running = result["running"] = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    release = result["release"]
+    # The running kernel's module is the GPU gate's to judge; no driver at all, too.
+    if not release or release == running or not (module_files(root, running) or parse_dkms_status(dkms_status(run))):
+        return result
+    found = check(root, release, run)
+    result["ready"] = found["ready"]
+    if not found["ready"]:
+        result["problem"] = ("the default boot entry (%s) starts kernel %s, where the NVIDIA module will not load: %s;"
+                             " fix: %s, or make the running kernel %s the default again" % (
+                                 result["entry"], release, found["reason"], found["fix"], running))
+    return result

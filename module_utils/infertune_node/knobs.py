@@ -42,7 +42,9 @@ def _flag(result, key):
 
 
 MODULES = {
-    "deb_package": lambda root, a, gate: packages.plan_package(root, a["name"], gate),
+    "deb_package": lambda root, a, gate: packages.plan_package(root, a["name"], gate,
+                                                               variables=a.get("variables")),
+    "apt_hold": lambda root, a, gate: packages.apply_kernel_hold(root, bool(a["hold"]), gate),
     "boot_kernel": lambda root, a, gate: _flag(boot_kernel.apply_boot_kernel(root, a["release"], gate),
                                                "boot_kernel_reboot_required"),
     "kernel_cmdline": _apply_cmdline,

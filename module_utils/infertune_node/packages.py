@@ -1,11 +1,21 @@
-"""Whether a Debian package is installed, from dpkg's status file (read-only).
+"""Whether a Debian package is installed (dpkg's status file) and, when not, whether apt can
+install it from the host's own sources (its candidate, read with python3-apt). Read-only.
 
-Installing runs through apt (the kernel role); the plan only needs to know.
+Installing runs through apt (the kernel role); the plan only needs to know, and a target
+package that no source offers (a Proxmox kernel on a Debian host) stops the host in the plan.
 """
+import re
+
 from . import sysfs
 from .gate import TuningError
 
 STATUS = "/var/lib/dpkg/status"
+# A distribution's kernel metapackages, first found first: their dependency chain ends at a
+# package of one kernel release (linux-image-<release>, proxmox-kernel-<release>-signed).
+KERNEL_META = {"proxmox": ["proxmox-default-kernel"],
+               "ubuntu": ["linux-image-generic-hwe-{version}", "linux-image-generic"],
+               "debian": ["linux-image-amd64"]}
+KERNEL_PACKAGE = re.compile(r"^(?:linux-image-|proxmox-kernel-)(?P<release>\d+\.\d+[\d.]*-\S+?)(?:-signed)?$")
 
 
 def installed_version(root, name):
@@ -18,9 +28,119 @@ def installed_version(root, name):
     return None
 
 
-def plan_package(root, name, gate):
+def apt_view():
+    """candidate(name) -> (version, [dependency names]) or None, from apt's cache of the host's
+    sources (python3-apt, read-only); None where python3-apt is missing."""
+    try:
+        import apt_pkg
+    except ImportError:
+        return None
+    apt_pkg.init()
+    cache = apt_pkg.Cache(None)
+    depcache = apt_pkg.DepCache(cache)
+
+    def candidate(name):
+        if name not in cache:
+            return None
+        version = depcache.get_candidate_ver(cache[name])
+        if version is None:
+            return None
+        groups = version.depends_list.get("Depends", [])
+        return version.ver_str, [group[0].target_pkg.name for group in groups if group]
+    return candidate
+
+
+def distribution(root):
+    """(id, version id, pretty name) from os-release; id is proxmox where Proxmox VE is installed."""
+    text = sysfs.read(root, "/etc/os-release") or ""
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    values = {key: value.strip().strip('"') for key, value in fields.items()}
+    ident = "proxmox" if installed_version(root, "proxmox-ve") else values.get("ID", "")
+    return ident, values.get("VERSION_ID", ""), values.get("PRETTY_NAME", ident or "unknown")
+
+
+def suggested_kernel(root, candidate):
+    """(package, release) of the newest kernel the distribution's metapackage installs, or None."""
+    ident, version, _ = distribution(root)
+    for meta in KERNEL_META.get(ident, []):
+        name, seen = meta.format(version=version), set()
+        while name and name not in seen:
+            seen.add(name)
+            match = KERNEL_PACKAGE.match(name)
+            if match:
+                return name, match.group("release")
+            found = candidate(name)
+            name = next((d for d in found[1] if d.startswith(("linux-image-", "proxmox-kernel-"))), None) if found else None
+    return None
+
+
+def _unavailable(root, name, candidate, variables):
+    _, _, pretty = distribution(root)
+    msg = "no package %s is available from this host's apt sources (%s)" % (name, pretty)
+    if not variables:
+        return msg + "; fix: add the source that has it, or run apt-get update if it was just added"
+    package, release = variables.get("package"), variables.get("release")
+    suggestion = suggested_kernel(root, candidate)
+    if suggestion:
+        return msg + "; fix: set %s: %s and %s: %s (this distribution's kernel), or add the source that has %s" % (
+            package, suggestion[0], release, suggestion[1], name)
+    return msg + "; fix: set %s and %s to a kernel package of this distribution and its release" % (package, release)
+
+
+def plan_package(root, name, gate, candidate=None, variables=None):
+    """The package's state; when not installed, apt's candidate for it (candidate(name), default from
+    python3-apt on the host). variables names the package and release variables for the fix."""
     version = installed_version(root, name)
     if version is None and not gate.check_mode:
         raise TuningError("%s is not installed: install it with apt (the kernel role does)" % name)
-    return {"changed": version is None, "before": version, "after": version or "(installed by apt)",
+    found = None
+    if version is None:
+        candidate = candidate or (apt_view() if root in ("/", "") else None)
+        if candidate is not None:
+            found = candidate(name)
+            if found is None:
+                raise TuningError(_unavailable(root, name, candidate, variables))
+    after = version or ("%s (installed by apt)" % found[0] if found else "(installed by apt)")
+    return {"changed": version is None, "before": version, "after": after,
             "msg": "%s %s" % (name, "installed (%s)" % version if version else "to be installed with apt")}
+
+
+# The metapackages that would move a host to a newer kernel (and its NVIDIA module) at the
+# next `apt upgrade` or unattended-upgrades run: held while infertune pins the kernel.
+KERNEL_METAPACKAGE = re.compile(r"^(linux-image-(amd64|arm64|generic|virtual)\S*|linux-(generic|virtual|headers-generic)"
+                                r"\S*|linux-headers-(amd64|arm64)|linux-modules-nvidia-\d+(-server)?-generic\S*"
+                                r"|proxmox-default-kernel|proxmox-kernel-\d+\.\d+|pve-kernel-\d+\.\d+)$")
+HOLDS = "/var/lib/infertune/kernel-holds"
+
+
+def _selections(root):
+    """{name: held} of the installed packages (dpkg's want flag hold)."""
+    found = {}
+    for stanza in (sysfs.read(root, STATUS) or "").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " ")
+        status = fields.get("Status", "").split()
+        if fields.get("Package") and status[-1:] == ["installed"]:
+            found[fields["Package"]] = status[0] == "hold"
+    return found
+
+
+def apply_kernel_hold(root, hold, gate):
+    """Hold the installed kernel metapackages (apt-mark hold), or release the holds infertune set
+    (recorded in HOLDS; holds set by others are left alone)."""
+    selections = _selections(root)
+    metas = sorted(name for name in selections if KERNEL_METAPACKAGE.match(name))
+    ours = [name for name in (sysfs.read(root, HOLDS) or "").split() if selections.get(name)]
+    before = [name for name in metas if selections[name]]
+    if hold:
+        change, argv, record = [n for n in metas if not selections[n]], "hold", sorted(set(ours) | set(metas) - set(before))
+    else:
+        change, argv, record = ours, "unhold", []
+    if change:
+        gate.write_file(sysfs.path(root, HOLDS), "".join(name + "\n" for name in record))
+        gate.run_or_fail(["apt-mark", argv] + change)
+    after = sorted(set(before) | set(change)) if hold else sorted(set(before) - set(change))
+    msg = ("apt holds %s: apt upgrade and unattended-upgrades leave the kernel as the rollout set it"
+           % (", ".join(after) or "no kernel metapackage (none installed)") if hold
+           else "infertune holds no kernel metapackage%s" % (" (released %s)" % ", ".join(change) if change else ""))
+    return {"changed": bool(change), "before": ", ".join(before) or "none held", "after": ", ".join(after) or "none held",
+            "msg": msg}

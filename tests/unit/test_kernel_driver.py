@@ -88,6 +88,16 @@ def test_prebuilt_missing_names_the_counterpart_package(tmp_path):
                              "or install the driver with DKMS and linux-headers-%s" % (TARGET, owner, TARGET))
 
 
+def test_an_ubuntu_prebuilt_module_not_owned_by_dpkg_names_its_package(tmp_path):
+    """Ubuntu's linux-modules-nvidia-<branch>-server-<release> links nvidia.ko in its postinst."""
+    root = host(tmp_path, "/lib/modules/%s/kernel/nvidia-580srv/nvidia.ko" % RUNNING, "/lib/modules/%s/modules.dep" % TARGET)
+    result = check(root, TARGET, runner({}))
+    assert result["running_package"] == "linux-modules-nvidia-580-server-%s" % RUNNING
+    assert result["fix"].startswith("install linux-modules-nvidia-580-server-%s (the running kernel's" % TARGET)
+    write(root, "/lib/modules/%s/kernel/nvidia-580srv/nvidia.ko" % TARGET, "")
+    assert check(root, TARGET, runner({}))["ready"]
+
+
 def test_kernel_not_installed(tmp_path):
     result = check(host(tmp_path), TARGET, runner({}))
     assert (result["ready"], result["kernel_installed"]) == (False, False)

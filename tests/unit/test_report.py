@@ -86,8 +86,8 @@ def test_markdown_summarises_before_details(tmp_path):
     head, details = text.split("## Per host", 1)
     assert "2 hosts: 1 pass, 1 fail (gpu-02 in stage verify), 0 not verified." in head
     assert "Needs attention: **gpu-02** (MaxReadReq, GPUs)" in head
-    # kernel package, boot entry and command line (changed): their tests are not in this run.
-    assert "| gpu-01 | pass | · | · | · ↻ |" in head
+    # kernel package, boot entry, kernel hold and command line (changed): their tests are not in this run.
+    assert "| gpu-01 | pass | · | · | · | · ↻ |" in head
     assert "- gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512" in head
     assert '- gpu-02: GPUs: failed on setup with "RuntimeError: ssh"' in head
     assert "<summary>gpu-02: fail, no tuning record</summary>" in details
