@@ -50,10 +50,14 @@ def info(codename=DEFAULT):
     return data if data.get("tag") == tag(codename) else None
 
 
-def _packages(name, codename):
-    """A recipe list: lab/image/<codename>/<name> when the codename has its own, else lab/image/<name>."""
+def _recipe_file(name, codename):
+    """lab/image/<codename>/<name> when the codename has its own, else lab/image/<name>."""
     own = paths.RECIPE / codename / name
-    lines = (own if own.is_file() else paths.RECIPE / name).read_text().splitlines()
+    return own if own.is_file() else paths.RECIPE / name
+
+
+def _packages(name, codename):
+    lines = _recipe_file(name, codename).read_text().splitlines()
     return [w for w in (line.split("#")[0].strip() for line in lines) if w]
 
 
@@ -157,6 +161,9 @@ def _build(b, image_tag, mirrors):
     b.write("/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0o755)
     (root / "etc/apt/sources.list").unlink(missing_ok=True)
     b.write("/etc/apt/sources.list.d/debian.sources", mirror.image_sources(mirrors, codename))
+    preferences = _recipe_file("apt-preferences", codename)
+    if preferences.is_file():
+        b.write("/etc/apt/preferences.d/lab-backports-kernel", preferences.read_text())
     b.sh(["mount", "-t", "proc", "proc", str(root / "proc")])
     b.sh(["mount", "--rbind", "/dev", str(root / "dev")])
     _install_stubs(b)
