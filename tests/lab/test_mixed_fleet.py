@@ -16,12 +16,19 @@ HOSTS = {"lab-gpu-01": "small-epyc-rtxpro6000", "lab-gpu-02": "small-epyc-rtxpro
 OS = {"lab-gpu-01": ("debian", "bookworm"), "lab-gpu-02": ("debian", "trixie"), "lab-gpu-03": ("ubuntu", "noble")}
 UBUNTU = "lab-gpu-03"
 PERSISTENCE = "nvidia-smi --query-gpu=persistence_mode --format=csv,noheader"
-UNIT = "systemctl show nvidia-persistenced.service -p UnitFileState -p ActiveState -p ExecStart --value"
+UNIT = "systemctl show nvidia-persistenced.service -p UnitFileState -p ActiveState -p ExecStart"
+
+
+def unit():
+    """(UnitFileState, ActiveState, ExecStart) of the Ubuntu host's persistenced."""
+    state = dict(line.split("=", 1) for line in on_host(UBUNTU, UNIT).splitlines() if "=" in line)
+    return state["UnitFileState"], state["ActiveState"], state["ExecStart"]
 
 
 @pytest.fixture(scope="module")
 def mixed(lab, tmp_path_factory):
-    """The mixed lab for this module; afterwards the lab's earlier shape again, fresh, with sglang's files."""
+    """The mixed lab for this module; afterwards the lab's earlier shape again (hosts whose profile
+    changed recreated), with sglang's files."""
     shape = json.loads((ROOT / "lab/.state/lab.json").read_text())
     labctl("up", "--fresh", "--hosts", "3", "--profile", "small-epyc-rtxpro6000", "--profile-map",
            ",".join(f"{h}={p}" for h, p in HOSTS.items() if p != "small-epyc-rtxpro6000"))
@@ -29,7 +36,7 @@ def mixed(lab, tmp_path_factory):
     expectations.write_text("gpu_nodes:\n  vars:\n    gpu_gate_expected_count: 1\n    sglang_tp: 1\n")
     yield ("site.yml", "-i", "inventory/lab", "-i", str(expectations), "--skip-tags", "sglang",
            "--limit", ",".join(HOSTS))
-    labctl("up", "--fresh", "--hosts", str(shape["count"]), "--profile", shape["profile"], "--profile-map",
+    labctl("up", "--hosts", str(shape["count"]), "--profile", shape["profile"], "--profile-map",
            ",".join(f"{h}={p}" for h, p in shape["profile_map"].items()))
     playbook("lab/provision/sglang.yml", check=True)
 
@@ -41,7 +48,7 @@ def test_each_host_runs_its_os(mixed):
 
 
 def test_ubuntus_daemon_runs_without_persistence_mode_before_the_tuning(mixed):
-    enabled, active, exec_start = on_host(UBUNTU, UNIT).splitlines()[:3]
+    enabled, active, exec_start = unit()
     assert (enabled, active) == ("static", "active") and "--no-persistence-mode" in exec_start
     assert on_host(UBUNTU, PERSISTENCE).split() == ["Disabled"]
 
@@ -57,7 +64,7 @@ def test_the_mixed_fleet_converges_then_stays_put(mixed):
 def test_ubuntu_has_persistence_mode_after_a_reboot(mixed, lab):
     rc, result = lab.ansible(UBUNTU, "ansible.builtin.reboot")
     assert rc == 0, result
-    enabled, active, exec_start = on_host(UBUNTU, UNIT).splitlines()[:3]
+    enabled, active, exec_start = unit()
     assert (enabled, active) == ("enabled", "active") and "--no-persistence-mode" not in exec_start
     assert on_host(UBUNTU, PERSISTENCE).split() == ["Enabled"]
     # The cloud image's consoles stay on the command line beside the tuning's parameters.
