@@ -16,7 +16,9 @@ description:
     C(boot_kernel) (release), C(kernel_cmdline) (params, vendor_params, remove, dropin, update, and
     fabric - iommu mode and link_pm_off - whose parameters the host's CPU vendor decides),
     C(sysctl) (name, value, path), C(modprobe_options) (options, path),
-    C(systemd_unit) (unit, files, enabled, started), C(amd_pstate) (mode),
+    C(systemd_unit) (unit, files, enabled, started, and for a packaged unit wanted_by - the target
+    whose .wants starts a static unit at boot - and drop_exec_args - flags its ExecStart loses
+    through a drop-in), C(amd_pstate) (mode),
     C(cpufreq_policy) (governor, epp), C(cpuidle_states) (max_latency, keep_poll),
     C(pcie_mrrs) (value, vendor, classes), C(pcie_acs) (vendor, classes, force)."
 options:

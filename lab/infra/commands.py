@@ -11,11 +11,11 @@ def _say(text):
     print(f"labctl: {text}", flush=True)
 
 
-def _prune_old_images(current_tag):
+def _prune_old_images():
     """Drop lab images of older recipes that no container uses any more (~700 MB each)."""
     tags = set(podman.run("images", "--format", "{{.Repository}}:{{.Tag}}", image.REPOSITORY).split())
     in_use = set(podman.run("ps", "-a", "--format", "{{.Image}}").split())
-    for old in sorted(tags - in_use - {current_tag}):
+    for old in sorted(tags - in_use - {image.tag(c) for c in image.CODENAMES}):
         podman.run("rmi", old)
         _say(f"removed old image {old}")
 
@@ -25,12 +25,13 @@ def cmd_host_setup(_args):
         _say(line)
 
 
-def cmd_image(_args):
+def cmd_image(args):
     host_setup.setup()
-    meta = image.ensure()
-    _prune_old_images(meta["tag"])
-    _say(f"image {meta['tag']}: base kernel {meta['base_kernel_release']}, "
-         f"upgrade target {meta['kernel_package']} (pre-downloaded)")
+    for codename in args.codenames or [image.DEFAULT]:
+        meta = image.ensure(codename)
+        _say(f"image {meta['tag']}: base kernel {meta['base_kernel_release']}, "
+             f"upgrade target {meta['kernel_package']} (pre-downloaded)")
+    _prune_old_images()
 
 
 def _spec(args):
@@ -79,10 +80,10 @@ def _wait_for_ssh(lab):
 def cmd_up(args):
     spec = _spec(args)
     lab = hosts.plan(**spec)
-    for host in lab:  # fail on an unknown profile before touching anything
-        hosts.load_profile(host.profile)
+    # Fails on an unknown profile or os before touching anything.
+    codenames = {h.name: hosts.codename(h.profile) for h in lab}
     host_setup.setup()
-    meta = image.ensure()
+    metas = {c: image.ensure(c) for c in sorted(set(codenames.values()))}
     public_key = ssh.ensure_key()
     network.ensure()
     paths.SPEC_JSON.write_text(json.dumps(spec, indent=2) + "\n")
@@ -94,6 +95,7 @@ def cmd_up(args):
     for stale in sorted(set(p.name for p in paths.HOSTS.glob("*")) - {h.name for h in lab}):
         shutil.rmtree(paths.HOSTS / stale)  # its faults must not haunt a later host of that name
     for host in lab:
+        meta = metas[codenames[host.name]]
         profile_changed = hosts.prepare_dir(host, public_key)
         current = existing.get(host.container)
         if current and (args.fresh or profile_changed):
@@ -109,9 +111,9 @@ def cmd_up(args):
             podman.run("start", host.container)
         elif current["image"] != meta["tag"]:
             _say(f"{host.name} runs an older image {current['image']}; `up --fresh` recreates it")
-    _prune_old_images(meta["tag"])
+    _prune_old_images()
     ssh.record_host_keys(lab)
-    inventory.write(lab, meta)
+    inventory.write(lab, {h.name: metas[codenames[h.name]] for h in lab})
     booted = _wait_for_ssh(lab)
     users.ensure(booted)
     _say(f"{len(lab)} host(s) up; inventory {paths.INVENTORY.relative_to(paths.REPO)}; "
@@ -125,9 +127,7 @@ def cmd_down(_args):
     network.remove()
     inventory.remove()
     shutil.rmtree(paths.HOSTS, ignore_errors=True)  # faults and profiles die with their hosts
-    meta = image.info()
-    if meta:
-        _prune_old_images(meta["tag"])
+    _prune_old_images()
     stray = network.stray_firewall_rules()
     if stray:
         raise RuntimeError("firewall rules of the lab network remain:\n" + "\n".join(stray))
@@ -163,8 +163,9 @@ def cmd_exec(args):
 
 def cmd_status(_args):
     lab = _lab_hosts()
-    meta = image.info()
-    print(f"image: {meta['tag'] if meta else 'not built for the current recipe'}")
+    for codename in image.CODENAMES:
+        meta = image.info(codename)
+        print(f"image {codename}: {meta['tag'] if meta else 'not built for the current recipe'}")
     existing = hosts.containers()
     print(f"{'host':<12} {'ip':<15} {'container':<10} {'ssh':<4} {'profile':<24} faults")
     for host in lab:

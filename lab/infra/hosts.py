@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from . import network, paths, podman
+from . import image, network, paths, podman
 
 DEFAULT_COUNT = 8
 DEFAULT_PROFILE = "seed-epyc-rtxpro6000"
@@ -14,6 +14,10 @@ LABEL = "infertune-lab.host"
 FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver",
           "no-driver-for-kernel", "vfio-bound")
 INIT = "/lab/boot/init"
+# The image each profile `os` runs: a Debian release its own; the Ubuntu-flavoured host trixie's
+# userland, on which lab/boot models what Ubuntu's packaging does differently (lab/README.md).
+OS_IMAGES = {"bookworm": "bookworm", "trixie": "trixie", "ubuntu-24.04": "trixie"}
+DEFAULT_OS = "bookworm"
 
 
 @dataclass(frozen=True)
@@ -54,12 +58,28 @@ def plan(count, profile, profile_map):
     return [Host(h.index, profile_map.get(h.name, h.profile)) for h in hosts]
 
 
-def load_profile(name):
+def load_profile(name, seen=()):
+    """The profile as boot reads it: `extends: OTHER` takes OTHER's keys first (this file's win),
+    `os` defaults to bookworm."""
     path = paths.PROFILES / f"{name}.yml"
     if not path.is_file():
         known = sorted(p.stem for p in paths.PROFILES.glob("*.yml"))
         raise RuntimeError(f"no profile {name!r} ({path}); known: {', '.join(known) or 'none'}")
-    return yaml.safe_load(path.read_text())
+    if name in seen:
+        raise RuntimeError(f"profile {name!r} extends itself through {' -> '.join(seen)}")
+    data = yaml.safe_load(path.read_text())
+    base = data.pop("extends", None)
+    if base:
+        data = {**load_profile(base, (*seen, name)), **data}
+    data.setdefault("os", DEFAULT_OS)
+    if data["os"] not in OS_IMAGES:
+        raise RuntimeError(f"profile {name!r}: os {data['os']!r} unknown; known: {', '.join(OS_IMAGES)}")
+    return data
+
+
+def codename(profile):
+    """The image codename a host of this profile runs."""
+    return OS_IMAGES[load_profile(profile)["os"]]
 
 
 def prepare_dir(host, public_key):

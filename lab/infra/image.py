@@ -1,4 +1,5 @@
-"""Build the lab's Debian bookworm host image with debootstrap, cached by the hash of its recipe."""
+"""Build the lab's Debian host images (one per codename) with debootstrap, each cached by the hash of
+its recipe."""
 import hashlib
 import json
 import re
@@ -8,7 +9,8 @@ import time
 
 from . import mirror, paths, podman
 
-CODENAME = "bookworm"
+CODENAMES = ("bookworm", "trixie")
+DEFAULT = "bookworm"
 REPOSITORY = "localhost/infertune-lab"
 IMAGE_INFO = "/etc/infertune-lab-image.json"
 DIVERTED = {"grub-probe": "/usr/sbin/grub-probe", "update-initramfs": "/usr/sbin/update-initramfs",
@@ -18,35 +20,52 @@ CHROOT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
 LOG = paths.BUILD / "build.log"
 
 
-def recipe_hash():
-    """Hash of the recipe: the files under lab/image/ and the build steps in this module."""
-    digest = hashlib.sha256()
-    files = sorted(p for p in paths.RECIPE.rglob("*") if p.is_file()) + [paths.LAB / "infra/image.py"]
-    for path in files:
+def _check(codename):
+    if codename not in CODENAMES:
+        raise RuntimeError(f"no lab image for {codename!r}; known: {', '.join(CODENAMES)}")
+
+
+def recipe_hash(codename=DEFAULT):
+    """Hash of a codename's recipe: its name, the files under lab/image/ (but another codename's
+    folder) and the build steps in this module."""
+    _check(codename)
+    others = {paths.RECIPE / c for c in CODENAMES if c != codename}
+    digest = hashlib.sha256(codename.encode() + b"\0")
+    files = sorted(p for p in paths.RECIPE.rglob("*") if p.is_file() and not others & set(p.parents))
+    for path in files + [paths.LAB / "infra/image.py"]:
         digest.update(str(path.relative_to(paths.LAB)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 
-def tag():
-    return f"{REPOSITORY}:{recipe_hash()}"
+def tag(codename=DEFAULT):
+    return f"{REPOSITORY}:{codename}-{recipe_hash(codename)}"
 
 
-def info():
-    """image.json of the current build: tag, kernel_package, kernel_release, base_kernel_release."""
-    if not paths.IMAGE_JSON.exists():
+def info(codename=DEFAULT):
+    """image.json of the codename's current build: tag, kernel_package, kernel_release,
+    base_kernel_release."""
+    path = paths.image_json(codename)
+    if not path.exists():
         return None
-    data = json.loads(paths.IMAGE_JSON.read_text())
-    return data if data.get("tag") == tag() else None
+    data = json.loads(path.read_text())
+    return data if data.get("tag") == tag(codename) else None
 
 
-def _packages(name):
-    lines = (paths.RECIPE / name).read_text().splitlines()
+def _recipe_file(name, codename):
+    """lab/image/<codename>/<name> when the codename has its own, else lab/image/<name>."""
+    own = paths.RECIPE / codename / name
+    return own if own.is_file() else paths.RECIPE / name
+
+
+def _packages(name, codename):
+    lines = _recipe_file(name, codename).read_text().splitlines()
     return [w for w in (line.split("#")[0].strip() for line in lines) if w]
 
 
 class _Build:
-    def __init__(self, root):
+    def __init__(self, root, codename):
         self.root = root
+        self.codename = codename
         self.started = time.monotonic()
 
     def step(self, text):
@@ -103,11 +122,11 @@ def _install_stubs(b):
 
 
 def _backports_kernel(b):
-    """Resolve linux-image-amd64 in bookworm-backports to its concrete linux-image-<release>."""
-    show = b.chroot_out("apt-cache", "show", f"linux-image-amd64/{CODENAME}-backports")
+    """Resolve linux-image-amd64 in <codename>-backports to its concrete linux-image-<release>."""
+    show = b.chroot_out("apt-cache", "show", f"linux-image-amd64/{b.codename}-backports")
     match = re.search(r"^Depends:.*?\b(linux-image-(\d\S*?))\s*\(", show, re.M)
     if not match:
-        raise RuntimeError(f"cannot resolve linux-image-amd64 in {CODENAME}-backports:\n{show}")
+        raise RuntimeError(f"cannot resolve linux-image-amd64 in {b.codename}-backports:\n{show}")
     return match.group(1), match.group(2)
 
 
@@ -115,9 +134,9 @@ def _predownload(b, package):
     """Put the backports kernel (as concrete package and as metapackage) and whatever they need that
     is not installed into /var/cache/apt/archives; prove that installing it later on a host, either
     way, has nothing left to download."""
-    meta = f"linux-image-amd64/{CODENAME}-backports"
+    meta = f"linux-image-amd64/{b.codename}-backports"
     b.chroot("apt-get", "install", "--download-only", "-y", package, meta)
-    for request in ([package], ["-t", f"{CODENAME}-backports", "linux-image-amd64"]):
+    for request in ([package], ["-t", f"{b.codename}-backports", "linux-image-amd64"]):
         pending = b.chroot_out("apt-get", "install", "--print-uris", "-qq", "-y", *request).strip()
         if pending:
             raise RuntimeError(f"apt-get install {' '.join(request)} would still download:\n{pending}")
@@ -134,21 +153,25 @@ def _update_grub(b, base_release):
 
 
 def _build(b, image_tag, mirrors):
-    root = b.root
-    b.step(f"debootstrap {CODENAME} from {mirrors.main} (minbase, ~2 min)")
-    b.sh(["debootstrap", "--variant=minbase", f"--include={','.join(_packages('packages-debootstrap.txt'))}",
-          CODENAME, str(root), mirrors.main])
+    root, codename = b.root, b.codename
+    b.step(f"debootstrap {codename} from {mirrors.main} (minbase, ~2 min)")
+    b.sh(["debootstrap", "--variant=minbase",
+          f"--include={','.join(_packages('packages-debootstrap.txt', codename))}",
+          codename, str(root), mirrors.main])
     # Keep package scripts from starting services inside the build chroot.
     b.write("/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n", 0o755)
     (root / "etc/apt/sources.list").unlink(missing_ok=True)
-    b.write("/etc/apt/sources.list.d/debian.sources", mirror.image_sources(mirrors, CODENAME))
+    b.write("/etc/apt/sources.list.d/debian.sources", mirror.image_sources(mirrors, codename))
+    preferences = _recipe_file("apt-preferences", codename)
+    if preferences.is_file():
+        b.write("/etc/apt/preferences.d/lab-backports-kernel", preferences.read_text())
     b.sh(["mount", "-t", "proc", "proc", str(root / "proc")])
     b.sh(["mount", "--rbind", "/dev", str(root / "dev")])
     _install_stubs(b)
-    b.step("apt-get update (bookworm, -updates, -security, -backports)")
+    b.step(f"apt-get update ({codename}, -updates, -security, -backports)")
     b.chroot("apt-get", "update")
-    b.step("install GRUB, initramfs-tools, kernel 6.1, python3-venv/pip")
-    b.chroot("apt-get", "install", "-y", "--no-install-recommends", *_packages("packages-apt.txt"))
+    b.step(f"install GRUB, initramfs-tools, {codename}'s kernel, python3-venv/pip")
+    b.chroot("apt-get", "install", "-y", "--no-install-recommends", *_packages("packages-apt.txt", codename))
     if not (root / "etc/default/grub").exists():
         # What grub-pc's postinst would install; the kernel_cmdline role edits this file.
         shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
@@ -156,7 +179,7 @@ def _build(b, image_tag, mirrors):
     b.step(f"update-grub (boot entry for {base_release})")
     _update_grub(b, base_release)
     package, release = _backports_kernel(b)
-    b.step(f"pre-download {package} from {CODENAME}-backports (~100 MB)")
+    b.step(f"pre-download {package} from {codename}-backports (~100 MB)")
     _predownload(b, package)
     b.write("/etc/ssh/sshd_config.d/lab.conf", (paths.RECIPE / "sshd-lab.conf").read_text())
     b.chroot("ssh-keygen", "-A")
@@ -166,7 +189,8 @@ def _build(b, image_tag, mirrors):
     (root / "var/lib/dbus/machine-id").unlink(missing_ok=True)
     (root / "var/lib/dbus/machine-id").symlink_to("/etc/machine-id")
     (root / "usr/sbin/policy-rc.d").unlink()
-    meta = {"kernel_package": package, "kernel_release": release, "base_kernel_release": base_release}
+    meta = {"codename": codename, "kernel_package": package, "kernel_release": release,
+            "base_kernel_release": base_release}
     b.write(IMAGE_INFO, json.dumps(meta, indent=2) + "\n")
     _unmount_all(root)
     b.step(f"podman import -> {image_tag}")
@@ -178,15 +202,15 @@ def _build(b, image_tag, mirrors):
     return meta
 
 
-def ensure():
-    """Return image.json for the current recipe, building the image first when it is missing."""
-    image_tag = tag()
-    current = info()
+def ensure(codename=DEFAULT):
+    """Return image.json for the codename's current recipe, building the image first when it is missing."""
+    image_tag = tag(codename)
+    current = info(codename)
     if current and podman.run("image", "exists", image_tag, check=False, capture=False) == 0:
         return current
     mirrors = mirror.derive()
     _clean_build_dir()
-    b = _Build(paths.BUILD / "rootfs")
+    b = _Build(paths.BUILD / "rootfs", codename)
     b.step(f"building {image_tag}; log: {LOG}")
     try:
         meta = _build(b, image_tag, mirrors)
@@ -194,6 +218,6 @@ def ensure():
         _unmount_all(paths.BUILD)
     shutil.rmtree(b.root)
     meta = {"tag": image_tag, **meta}
-    paths.IMAGE_JSON.write_text(json.dumps(meta, indent=2) + "\n")
+    paths.image_json(codename).write_text(json.dumps(meta, indent=2) + "\n")
     b.step("done")
     return meta

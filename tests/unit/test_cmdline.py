@@ -73,3 +73,38 @@ def test_systemd_boot_edits_kernel_cmdline(tmp_path):
     assert result["path"] == "/etc/kernel/cmdline"
     assert (tmp_path / "etc/kernel/cmdline").read_text() == "root=ZFS=rpool/ROOT/pve-1 boot=zfs amd_pstate=active\n"
     assert not (tmp_path / DROPIN.lstrip("/")).exists()
+
+
+# As Ubuntu's cloud images ship it: read after /etc/default/grub, it replaces its "quiet splash".
+CLOUDIMG = """# CLOUD_IMG: This file was created/modified by the Cloud Image build process
+GRUB_RECORDFAIL_TIMEOUT=0
+GRUB_TIMEOUT=0
+GRUB_CMDLINE_LINUX_DEFAULT="console=tty1 console=ttyS0"
+GRUB_TERMINAL=console
+"""
+
+
+@pytest.fixture
+def cloud_root(tmp_path):
+    root = str(tmp_path)
+    write(root, "/etc/default/grub", GRUB.replace("quiet amd_pstate=passive iommu=pt intel_pstate=disable",
+                                                  "quiet splash"))
+    write(root, "/etc/default/grub.d/50-cloudimg-settings.cfg", CLOUDIMG)
+    write(root, "/proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.8.0-48-generic ro console=tty1 console=ttyS0\n")
+    return root
+
+
+def test_our_dropin_wins_over_the_cloud_image_file_and_keeps_its_consoles(cloud_root):
+    result = apply_cmdline(cloud_root, PARAMS, [], DROPIN, False, Gate())
+    wanted = "console=tty1 console=ttyS0 amd_pstate=active processor.max_cstate=1 nosoftlockup"
+    assert result["before"] == "console=tty1 console=ttyS0" and result["after"] == wanted
+    # What update-grub computes: /etc/default/grub, then grub.d/*.cfg in name order.
+    files = [cloud_root + "/etc/default/grub", cloud_root + "/etc/default/grub.d/50-cloudimg-settings.cfg",
+             cloud_root + DROPIN]
+    assert source_value(files) == wanted
+    assert not apply_cmdline(cloud_root, PARAMS, [], DROPIN, False, Gate())["changed"]
+
+
+def test_a_dropin_named_to_sort_before_the_cloud_image_file_is_refused(cloud_root):
+    with pytest.raises(TuningError, match="50-cloudimg-settings.cfg changes GRUB_CMDLINE_LINUX_DEFAULT"):
+        apply_cmdline(cloud_root, PARAMS, [], "/etc/default/grub.d/10-infertune.cfg", False, Gate())

@@ -50,7 +50,7 @@ def host_vars(sources, host="lab-gpu-01"):
 def test_lab_inventory_logs_in_as_root_and_the_overlay_as_the_sudo_user(tmp_path, monkeypatch):
     generated = tmp_path / "lab" / "hosts.yml"
     monkeypatch.setattr(paths, "INVENTORY", generated)
-    inventory.write(LAB, IMAGE)
+    inventory.write(LAB, {h.name: IMAGE for h in LAB})
     as_root = host_vars([generated.parent])
     assert as_root["ansible_user"] == "root" and "ansible_become" not in as_root
     assert "StrictHostKeyChecking=yes" in as_root["ansible_ssh_common_args"]

@@ -17,10 +17,11 @@ UNIT = "nvidia-persistenced.service"
 
 
 class Systemctl:
-    """Answers is-enabled/is-active as systemctl does ((rc, stdout) per verb), records every other call."""
+    """Answers is-enabled/is-active as systemctl does ((rc, stdout) per verb) and show with the
+    unit file's path (fragment), records every other call."""
 
-    def __init__(self, enabled=(1, "disabled"), active=(3, "inactive")):
-        self.state, self.calls = {"is-enabled": enabled, "is-active": active}, []
+    def __init__(self, enabled=(1, "disabled"), active=(3, "inactive"), fragment=""):
+        self.state, self.calls = {"is-enabled": enabled, "is-active": active, "show": (0, str(fragment))}, []
 
     def __call__(self, argv):
         if argv[1] in self.state:
@@ -32,7 +33,8 @@ class Systemctl:
 
 def test_the_knob_is_the_drivers_unit_applied_before_the_drain():
     assert (ENTRY["role"], ENTRY["stage"], ENTRY["module"]) == ("nvidia", "boot", "systemd_unit")
-    assert ENTRY["args"] == {"unit": UNIT, "files": [], "enabled": True, "started": True}
+    assert ENTRY["args"] == {"unit": UNIT, "files": [], "enabled": True, "started": True,
+                             "wanted_by": "multi-user.target", "drop_exec_args": ["--no-persistence-mode"]}
     assert "paths" not in ENTRY and not ENTRY.get("drain") and not ENTRY.get("oneshot")
     assert ENTRY["toggle"] == "nvidia_persistence_enabled" and ENTRY["toggle"] in ENTRY["enabled"]
 
@@ -73,9 +75,10 @@ def test_a_missing_unit_fails_in_the_plan_naming_it(answer, said):
     assert systemctl.calls == []
 
 
-def test_a_unit_that_cannot_be_enabled_fails_instead_of_never_converging():
-    # Ubuntu's packaged nvidia-persistenced.service has no [Install] section.
-    results = knobs.predict([ENTRY], runner=Systemctl(enabled=(0, "static")))
+def test_a_static_unit_without_a_target_fails_instead_of_never_converging():
+    # A packaged unit with no [Install] section, and no target named to start it at boot.
+    args = dict(ENTRY["args"], wanted_by=None, drop_exec_args=None)
+    results = knobs.predict([dict(ENTRY, args=args)], runner=Systemctl(enabled=(0, "static")))
     assert results["nvidia_persistence"]["msg"] == (
         f"{UNIT}: systemctl cannot enable it to start at boot (is-enabled: static)")
 

@@ -49,7 +49,8 @@ def test_nvidia_module_options(name, sh, want):
 
 
 # One round for the GPU tests: persistenced's unit, then every GPU (persistence mode too).
-GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState 2>&1; echo @@;"
+GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState -p ExecStart"
+        " 2>&1; echo @@;"
         " nvidia-smi --query-gpu=index,pci.bus_id,compute_cap,persistence_mode --format=csv,noheader 2>&1;"
         " echo \"@@rc=$?\"")
 
@@ -105,9 +106,13 @@ def test_nvidia_persistence(name, reading, want):
     for index, _, _, mode in rows:
         modes.setdefault(mode, []).append(index)
     problems = []
-    if knob and (state.get("UnitFileState"), state.get("ActiveState")) != ("enabled", "active"):
-        problems.append("nvidia-persistenced.service " + (", ".join(f"{k} {v or '-'}" for k, v in sorted(state.items()))
+    unit = {k: v for k, v in state.items() if k in ("LoadState", "UnitFileState", "ActiveState")}
+    if knob and (unit.get("UnitFileState"), unit.get("ActiveState")) != ("enabled", "active"):
+        problems.append("nvidia-persistenced.service " + (", ".join(f"{k} {v or '-'}" for k, v in sorted(unit.items()))
                                                           or "unknown"))
+    # Ubuntu's unit as shipped: running, but with persistence mode off.
+    if knob and "--no-persistence-mode" in state.get("ExecStart", ""):
+        problems.append("nvidia-persistenced.service runs with --no-persistence-mode")
     problems += [f"{mode} on GPU {', '.join(indexes)}" for mode, indexes in sorted(modes.items()) if mode != "Enabled"]
     if not modes:
         problems.append("no GPU answered (nvidia-smi: " + "; ".join(other)[-300:] + ")")

@@ -7,14 +7,13 @@ import socket
 import subprocess
 import sys
 
-from . import grub, kmod, render
+from . import grub, kmod, osflavor, render
 
 HW = "/run/lab-hw"
 REAL_DEVICES = "/run/lab-real-devices"
 HOST = "/lab/host"
 NVIDIA_SMI = "/lab/boot/nvidia-smi"
 PERSISTENCED = "/lab/boot/nvidia-persistenced"
-PERSISTENCED_UNIT = "/lab/boot/nvidia-persistenced.service"
 KERNEL_HOOK = "/lab/boot/kernel-postinst-nvidia"
 
 
@@ -91,9 +90,8 @@ def main():
                 mount("-o", "remount,bind,ro", path)
     link(NVIDIA_SMI, "/usr/bin/nvidia-smi")
     link(PERSISTENCED, "/usr/bin/nvidia-persistenced")
-    # Copied where the driver's package puts it (systemd counts a unit file linked from outside
-    # its search path as `linked`, not as a package's); not enabled, as on a fresh host.
-    shutil.copyfile(PERSISTENCED_UNIT, "/usr/lib/systemd/system/nvidia-persistenced.service")
+    with open(os.path.join(HW, render.NVIDIA_SMI_MODEL)) as f:
+        osflavor.apply("/", profile, json.load(f)["driver_loaded"])
     link(KERNEL_HOOK, "/" + kmod.HOOK)
     os.makedirs("/root/.ssh", mode=0o700, exist_ok=True)
     shutil.copyfile(os.path.join(HOST, "authorized_keys"), "/root/.ssh/authorized_keys")
