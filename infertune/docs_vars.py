@@ -9,13 +9,12 @@ argument_specs, ranges and character sets from infertune.validation.RULES), desc
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import yaml
 
-from infertune import validation
+from infertune import docsection, validation
 
 START = "<!-- variables:start -->"
 END = "<!-- variables:end -->"
@@ -109,33 +108,12 @@ def render(root=str(validation.PROJECT)):
 
 def rewrite(text, generated):
     """text with the part between the markers (markers included) replaced; ValueError without markers."""
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError("README.md has no %s ... %s section" % (START, END))
-    return text[:start] + generated + text[end + len(END):]
+    return docsection.rewrite(text, generated, START, END, "README.md")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite README.md between the markers")
-    group.add_argument("--check", action="store_true", help="exit 1 when README.md is out of date")
-    parser.add_argument("--readme", type=Path, default=README)
-    args = parser.parse_args(argv)
-    generated = render()
-    if not (args.write or args.check):
-        print(generated)
-        return 0
-    text = args.readme.read_text(encoding="utf-8")
-    new = rewrite(text, generated)
-    if args.check:
-        if new != text:
-            print("%s: the variables section is out of date; run python -m infertune.docs_vars --write" % args.readme)
-            return 1
-        return 0
-    if new != text:
-        args.readme.write_text(new, encoding="utf-8")
-    return 0
+    return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--readme", README,
+                           'the variables section', 'infertune.docs_vars')
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ support matrix and FlashInfer kernel list: the table cannot drift from what the 
 """
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
 import yaml
 
-from infertune import validation
+from infertune import docsection, validation
 from infertune_node import moe_support
 
 START = "<!-- moe-verdicts:start -->"
@@ -88,33 +87,12 @@ def render(root=SOURCES):
 
 def rewrite(text, generated):
     """text with the part between the markers (markers included) replaced; ValueError without markers."""
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < start:
-        raise ValueError("no %s ... %s section" % (START, END))
-    return text[:start] + generated + text[end + len(END):]
+    return docsection.rewrite(text, generated, START, END, "the document")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", action="store_true", help="rewrite the document between the markers")
-    group.add_argument("--check", action="store_true", help="exit 1 when the document is out of date")
-    parser.add_argument("--doc", type=Path, default=DOC)
-    args = parser.parse_args(argv)
-    generated = render()
-    if not (args.write or args.check):
-        print(generated)
-        return 0
-    text = args.doc.read_text(encoding="utf-8")
-    new = rewrite(text, generated)
-    if args.check:
-        if new != text:
-            print("%s: the MoE verdict table is out of date; run python -m infertune.moe_table --write" % args.doc)
-            return 1
-        return 0
-    if new != text:
-        args.doc.write_text(new, encoding="utf-8")
-    return 0
+    return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--doc", DOC,
+                           'the MoE verdict table', 'infertune.moe_table')
 
 
 if __name__ == "__main__":
