@@ -10,7 +10,6 @@ argument_specs, ranges and character sets from infertune.validation.RULES), desc
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import yaml
 
@@ -113,7 +112,7 @@ def rewrite(text, generated):
 
 def main(argv=None):
     return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--readme", README,
-                           'the variables section', 'infertune.docs_vars')
+                           "the variables section", "infertune.docs_vars")
 
 
 if __name__ == "__main__":

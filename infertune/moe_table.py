@@ -92,7 +92,7 @@ def rewrite(text, generated):
 
 def main(argv=None):
     return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--doc", DOC,
-                           'the MoE verdict table', 'infertune.moe_table')
+                           "the MoE verdict table", "infertune.moe_table")
 
 
 if __name__ == "__main__":
