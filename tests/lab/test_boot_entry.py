@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import ROOT, labctl, on_host, playbook, recap
+from helpers import ROOT, fresh_lab, labctl, on_host, playbook, recap
 
 pytestmark = pytest.mark.lab
 
@@ -18,9 +18,14 @@ DRIVER = "cat /sys/module/nvidia/version 2>/dev/null || echo none"
 
 @pytest.fixture(scope="module")
 def image():
+    """Two fresh hosts for this module; afterwards the faults cleared and the default fleet
+    again, as the next modules expect."""
     labctl("up", "--fresh", "--hosts", "2", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
     playbook("lab/provision/sglang.yml", check=True)
-    return json.loads((ROOT / "lab" / ".state" / "image.json").read_text())
+    yield json.loads((ROOT / "lab" / ".state" / "image.json").read_text())
+    for host in (VICTIM, OTHER):
+        labctl("fault", host, "no-driver-for-kernel", "--clear")
+    fresh_lab()
 
 
 def reboot(host):
