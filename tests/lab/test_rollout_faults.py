@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from helpers import ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
+from helpers import BIN, ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
@@ -95,7 +95,8 @@ def test_unreachable_host_is_reported_and_the_rest_converge(hosts):
 
 def test_gpus_lost_at_the_reboot_stop_the_host_before_sglang(hosts):
     """The GPU gate runs again after the reboot: a GPU that does not come back fails the host
-    there (its own batch, after the canary), and the report says so."""
+    there (its own batch, after the canary), and the report says so. The host served before,
+    so it was drained; it stays out of service."""
     victim = "lab-gpu-03"
     labctl("fault", victim, "gpu-lost", "5")  # read at the next boot: the reboot's
     try:
@@ -104,7 +105,7 @@ def test_gpus_lost_at_the_reboot_stop_the_host_before_sglang(hosts):
         result = recap(out)
         assert result[victim]["failed"] == 1 and result[CANARY]["failed"] == 0, out[-4000:]
         entry = fleet()["hosts"][victim]
-        assert entry["rollout"] == {"stage": "reboot", "drained": False, "rebooted": True}, entry
+        assert entry["rollout"] == {"stage": "reboot", "drained": True, "rebooted": True}, entry
         assert entry["reason"].startswith("failed in stage reboot: ") and "GPU gate: " in entry["reason"], entry
     finally:
         labctl("fault", victim, "gpu-lost", "--clear")
@@ -262,7 +263,7 @@ def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):
         assert on_host(victim, "systemctl is-active sglang.service || true").strip() == "active"
         assert on_host(victim, f"sort -u {EPP}").split() == ["balance_power"]
         entry = fleet()["hosts"][victim]
-        assert entry["result"] == "not verified"
+        assert entry["result"] == "fail"
         assert entry["rollout"] == {"stage": "drain", "drained": False, "rebooted": False}
         assert entry["reason"].startswith("failed in stage drain: Stop unless the in-flight requests could be counted")
     finally:
