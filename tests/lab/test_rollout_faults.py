@@ -96,7 +96,7 @@ def test_unreachable_host_is_reported_and_the_rest_converge(hosts):
 def test_gpus_lost_at_the_reboot_stop_the_host_before_sglang(hosts):
     """The GPU gate runs again after the reboot: a GPU that does not come back fails the host
     there (its own batch, after the canary), and the report says so. The host served before,
-    so it was drained; it stays out of service."""
+    so it was drained before the reboot."""
     victim = "lab-gpu-03"
     labctl("fault", victim, "gpu-lost", "5")  # read at the next boot: the reboot's
     try:
