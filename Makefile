@@ -21,7 +21,6 @@ lab-up: setup
 	$(LABCTL) host-setup
 	$(LABCTL) image
 	$(LABCTL) up --hosts 8 --profile seed-epyc-rtxpro6000 --profile-map ""
-	$(BIN)/ansible-playbook lab/provision/sglang.yml
 
 lab-down:
 	$(LABCTL) down

@@ -100,7 +100,6 @@ def noop_run(hosts):
 
 def measure(hosts):
     fleet(hosts)
-    playbook("lab/provision/sglang.yml", check=True)
     setup_s = median_of(setup_round)
     runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
             "check": median_of(lambda: run(hosts, "site.yml", "--check")),

@@ -57,7 +57,6 @@ def main():
 
     labctl("up", "--fresh", "--hosts", str(len(PROFILES)), "--profile-map",
            ",".join(f"{h}={p}" for h, (p, _) in PROFILES.items()))
-    playbook("lab/provision/sglang.yml", check=True)
     # The verification reads the inventory, so each host's GPU expectations go there.
     expectations = args.out.parent / "task_scaling_inventory.yml"
     args.out.parent.mkdir(parents=True, exist_ok=True)

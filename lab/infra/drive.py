@@ -43,9 +43,9 @@ def labctl(*args):
 
 
 def fresh_lab():
-    """The default fleet recreated from the image, with sglang's package files installed."""
+    """The default fleet recreated from the image (which carries sglang's package files, the
+    stand-in server and the model: lab/infra/serving.py)."""
     labctl("up", "--fresh", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
-    playbook("lab/provision/sglang.yml", check=True)
 
 
 def on_host(host, command):

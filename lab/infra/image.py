@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import time
 
-from . import mirror, paths, podman
+from . import mirror, paths, podman, serving
 
 CODENAMES = ("bookworm", "trixie")
 DEFAULT = "bookworm"
@@ -27,13 +27,15 @@ def _check(codename):
 
 def recipe_hash(codename=DEFAULT):
     """Hash of a codename's recipe: its name, the files under lab/image/ (but another codename's
-    folder) and the build steps in this module."""
+    folder), the build steps in this module and what its serving layer copies."""
     _check(codename)
     others = {paths.RECIPE / c for c in CODENAMES if c != codename}
     digest = hashlib.sha256(codename.encode() + b"\0")
     files = sorted(p for p in paths.RECIPE.rglob("*") if p.is_file() and not others & set(p.parents))
-    for path in files + [paths.LAB / "infra/image.py"]:
-        digest.update(str(path.relative_to(paths.LAB)).encode() + b"\0" + path.read_bytes() + b"\0")
+    named = [(p, p.relative_to(paths.LAB)) for p in files + [paths.LAB / "infra/image.py"]]
+    named += [(p, p.relative_to(paths.REPO)) for p in serving.inputs(codename)]
+    for path, name in named:
+        digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 
@@ -181,6 +183,7 @@ def _build(b, image_tag, mirrors):
     package, release = _backports_kernel(b)
     b.step(f"pre-download {package} from {codename}-backports (~100 MB)")
     _predownload(b, package)
+    serving.install(b)
     b.write("/etc/ssh/sshd_config.d/lab.conf", (paths.RECIPE / "sshd-lab.conf").read_text())
     b.chroot("ssh-keygen", "-A")
     # Each host gets its own machine-id at first boot instead of sharing the build's; systemd

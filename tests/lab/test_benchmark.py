@@ -28,7 +28,6 @@ def sglang_state(host):
 
 @pytest.fixture(scope="module")
 def deployed(lab, tmp_path_factory):
-    playbook("lab/provision/sglang.yml", "--limit", ",".join(["localhost", *HOSTS]), check=True)
     playbook("site.yml", "--limit", ",".join(HOSTS), check=True)
     model = write_checkpoint(tmp_path_factory.mktemp("model"))
     proc = subprocess.run(
@@ -63,7 +62,7 @@ def test_ab_renders_each_backend_and_restores_the_configuration(deployed, tmp_pa
         assert "No backend was measured." in (tmp_path / "benchmark" / host / "summary.md").read_text()
 
 
-# The lab's venv runs the stand-in server for `-m sglang.launch_server` (lab/provision/sglang.yml);
+# The lab's venv runs the stand-in server for `-m sglang.launch_server` (the image's serving layer, lab/infra/serving.py);
 # p2pBandwidthLatencyTest is a stand-in that prints a real run's output
 # (tests/unit/fixtures/interconnect).
 STANDIN = "/opt/standin"
@@ -115,7 +114,7 @@ def test_undeclared_backend_is_measured_where_a_server_answers(deployed, standin
 
 
 def test_decode_floor_from_the_headers_on_the_host(deployed, tmp_path):
-    # The lab provisions a model on every host: the second host goes without one here.
+    # The lab image carries a model on every host: the second host goes without one here.
     on_host(HOSTS[1], "mv /models/GLM-5-NVFP4 /models/elsewhere")
     try:
         rc, out = benchmark(tmp_path)

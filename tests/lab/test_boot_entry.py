@@ -21,7 +21,6 @@ def image():
     """Two fresh hosts for this module; afterwards the faults cleared and the default fleet
     again, as the next modules expect."""
     labctl("up", "--fresh", "--hosts", "2", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
-    playbook("lab/provision/sglang.yml", check=True)
     yield json.loads((ROOT / "lab" / ".state" / "image.json").read_text())
     for host in (VICTIM, OTHER):
         labctl("fault", host, "no-driver-for-kernel", "--clear")

@@ -30,7 +30,7 @@ def unit():
 @pytest.fixture(scope="module")
 def mixed(lab, tmp_path_factory):
     """The mixed lab for this module; afterwards the lab's earlier shape again (hosts whose profile
-    changed recreated), with sglang's files."""
+    changed recreated from the image, sglang's files with them)."""
     shape = json.loads((ROOT / "lab/.state/lab.json").read_text())
     labctl("up", "--fresh", "--hosts", "3", "--profile", "small-epyc-rtxpro6000", "--profile-map",
            ",".join(f"{h}={p}" for h, p in HOSTS.items() if p != "small-epyc-rtxpro6000"))
@@ -40,7 +40,6 @@ def mixed(lab, tmp_path_factory):
            "--limit", ",".join(HOSTS))
     labctl("up", "--hosts", str(shape["count"]), "--profile", shape["profile"], "--profile-map",
            ",".join(f"{h}={p}" for h, p in shape["profile_map"].items()))
-    playbook("lab/provision/sglang.yml", check=True)
 
 
 def test_each_host_runs_its_os(mixed):

@@ -19,7 +19,6 @@ def profiled(lab):
     """One lab up for both: each host recreated with its profile, sglang's files on both."""
     labctl("up", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map",
            f"{HOST}=xeon-h100,{B200_HOST}=b200")
-    playbook("lab/provision/sglang.yml", "--limit", f"localhost,{HOST},{B200_HOST}", check=True)
 
 
 def test_xeon_h100_host_converges_with_amd_parts_skipped(profiled, tmp_path):

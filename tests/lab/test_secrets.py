@@ -40,7 +40,6 @@ class CommandLines:
 
 @pytest.fixture(scope="module")
 def secrets(lab, tmp_path_factory):
-    playbook("lab/provision/sglang.yml", "--limit", f"localhost,{HOST}", check=True)
     path = tmp_path_factory.mktemp("vault") / "secrets.yml"
     path.write_text(yaml.safe_dump({"sglang_api_key": KEY, "sglang_secret_environment": {"HF_TOKEN": TOKEN}}))
     path.chmod(0o600)

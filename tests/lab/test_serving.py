@@ -1,4 +1,4 @@
-"""A serving lab: every host's sglang.service runs the stand-in (lab/provision/sglang.yml) with
+"""A serving lab: every host's sglang.service runs the stand-in (the lab image's serving layer) with
 the role's own unit and flags. A converge that drains a serving host lets its requests in
 flight finish, and the load-balancer hooks pair up; sglang_service_started: false stops a
 running unit and the verification agrees. Works with the hosts the lab has (2 or more)."""
