@@ -3,11 +3,13 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 LABCTL  := $(BIN)/python lab/labctl
 APT_PKGS := podman runc debootstrap pciutils iptables
+# The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
+COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 
 .PHONY: setup lab-up lab-down demo lint unit checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
-setup: $(BIN)/ansible-playbook
+setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
@@ -16,6 +18,10 @@ $(BIN)/ansible-playbook: requirements.txt pyproject.toml
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
 
 lab-up: setup
 	$(LABCTL) host-setup

@@ -11,11 +11,11 @@ import json
 import sys
 from pathlib import Path
 
-from infertune import runner
+from infertune import COLLECTION, runner
 from infertune.progress import Progress
 from infertune.summary import RunSummary
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = COLLECTION
 PLAYBOOKS = {
     "rollout": ("site.yml", "converge the hosts with site.yml (tuning, reboots, sglang)"),
     "verify": ("playbooks/verify.yml", "check the hosts without changing them (playbooks/verify.yml)"),

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import yaml
 
-CATALOG = Path(__file__).resolve().parents[1] / "roles" / "infertune" / "vars" / "main.yml"
+from infertune import COLLECTION
+
+CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
 # fabric gates with the AER counters, and the MoE backend's verdict when the plan judged it
 # (the reason says which fallback, if any).

@@ -97,19 +97,15 @@ def vars_files(extra_vars: list):
         yield files
 
 
-# ansible-runner sets ANSIBLE_CALLBACK_PLUGINS to its own directory, which hides ansible.cfg's
-# callback_plugins: the project's (the infertune_report callback) is named here too.
-CALLBACKS = Path(__file__).resolve().parents[1] / "callback_plugins"
-
-
 def child_env() -> dict:
-    """PATH for ansible: the bin dir of the venv we run from first, so its ansible-playbook runs;
-    the project's callback plugins beside ansible-runner's."""
+    """PATH for ansible: the bin dir of the venv we run from first, so its ansible-playbook runs.
+    (The report callback is the collection's, infertune.fleet.infertune_report: ansible-runner's
+    own ANSIBLE_CALLBACK_PLUGINS does not hide it.)"""
     bindir = Path(sys.executable).parent
     path = os.environ.get("PATH", os.defpath)
     if (bindir / "ansible-playbook").exists():
         path = f"{bindir}{os.pathsep}{path}"
-    return {"PATH": path, "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS)}
+    return {"PATH": path}
 
 
 HOSTS_HEADER = re.compile(r"^\s+hosts \(\d+\):$")

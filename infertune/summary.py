@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 # Modules whose changed result means a host knob moved: every catalog knob runs through
 # the knob module, one loop item per knob (roles/infertune/tasks/knobs.yml); the kernel
-# package through apt. Library modules resolve to their bare name, others to their FQCN.
-KNOB_ACTIONS = frozenset({"knob", "ansible.builtin.apt"})
+# package through apt. Actions resolve to their FQCN.
+KNOB_ACTIONS = frozenset({"infertune.fleet.knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
 # "stopped": the plan sent the host into the rollout, which ended before its batch.
 BAD_RESULTS = ("failed", "unreachable", "stopped")

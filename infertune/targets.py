@@ -15,7 +15,9 @@ from pathlib import Path
 
 import yaml
 
-SGLANG_DEFAULTS = Path(__file__).resolve().parents[1] / "roles" / "sglang" / "defaults" / "main.yml"
+from infertune import COLLECTION
+
+SGLANG_DEFAULTS = COLLECTION / "roles" / "sglang" / "defaults" / "main.yml"
 FILE = "sglang-targets.json"
 ANY_ADDRESS = ("0.0.0.0", "::")
 

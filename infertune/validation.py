@@ -31,7 +31,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-PROJECT = Path(__file__).resolve().parent.parent
+from infertune import COLLECTION
+
+PROJECT = COLLECTION
 HIDDEN = "<hidden>"
 _MISSING = object()
 _MAX_DEPTH = 32
@@ -195,7 +197,7 @@ _CMDLINE_VALUE = r"[A-Za-z0-9_.,:/+=@-]*"
 _CMDLINE_QUOTED = r'"[A-Za-z0-9_.,:/+=@ -]*"'
 _CMDLINE_PARAM = re.compile(r"(%s)(=(%s|%s))?" % (_CMDLINE_KEY, _CMDLINE_VALUE, _CMDLINE_QUOTED))
 PROTECTED_CMDLINE_KEYS = ("root", "boot", "init", "ro", "rw")
-# Keys the pcie role puts on the command line (module_utils/infertune_node/pcie_fabric.py).
+# Keys the pcie role puts on the command line (plugins/module_utils/infertune_node/pcie_fabric.py).
 IOMMU_CMDLINE_KEYS = ("iommu", "amd_iommu", "intel_iommu", "iommu.passthrough")
 LINK_PM_CMDLINE_KEYS = ("pcie_aspm", "pcie_port_pm")
 
@@ -823,7 +825,7 @@ def internal_names(root=str(PROJECT)):
     for path in sorted(files):
         _collect_set_names(_safe_yaml(path), names)
     # Facts our modules return (ansible_facts={"infertune_hw": ...}) become host variables too.
-    for path in sorted(base.glob("library/*.py")):
+    for path in sorted(base.glob("plugins/modules/*.py")):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):

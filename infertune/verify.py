@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import report, targets
+from . import COLLECTION, report, targets
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = COLLECTION
 # pytest: 0 all passed, 1 some failed (a knob is off: reported), 5 nothing selected.
 REPORTED = (0, 1, 5)
 

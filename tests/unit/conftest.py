@@ -1,20 +1,27 @@
 """Fixtures for the module_utils tests.
 
-module_utils/ is added to ansible.module_utils.__path__ so tests import the code
-exactly as the AnsiballZ-packed modules do.
+The checkout is linked in as ansible_collections/infertune/fleet under a temporary
+directory on sys.path, so tests import the code by the name the modules use
+(ansible_collections.infertune.fleet.plugins.module_utils...), as AnsiballZ packs it.
 """
+import os
 import sys
+import tempfile
 
-import ansible.module_utils
 import pytest
 
 from fakehost import REPO, cpu_tree, pci_tree, write
 
-ansible.module_utils.__path__.append(str(REPO / "module_utils"))
+_COLLECTIONS = tempfile.mkdtemp(prefix="infertune-collections-")
+os.makedirs(os.path.join(_COLLECTIONS, "ansible_collections", "infertune"))
+os.symlink(REPO, os.path.join(_COLLECTIONS, "ansible_collections", "infertune", "fleet"))
+sys.path.insert(0, _COLLECTIONS)
+# And for the ansible-playbook runs of the tests, whatever the checkout's own link.
+os.environ["ANSIBLE_COLLECTIONS_PATH"] = _COLLECTIONS
 # The sglang stand-in the lab's hosts run (lab/standin/sglang_server.py), shared with the tests.
 sys.path.insert(0, str(REPO / "lab" / "standin"))
 
-from ansible.module_utils.infertune_node.gate import Gate  # noqa: E402
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate  # noqa: E402
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 import pytest
-from ansible.module_utils.infertune_node.amd_pstate import apply_mode
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.amd_pstate import apply_mode
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 from fakehost import cpuinfo, read, snapshot, write
 
 STATUS = "/sys/devices/system/cpu/amd_pstate/status"

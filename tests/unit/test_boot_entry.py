@@ -5,10 +5,10 @@ import re
 
 import pytest
 import yaml
-from ansible.module_utils.infertune_node.boot_kernel import default_release, pin_running
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.grubcfg import default_entry
-from ansible.module_utils.infertune_node.kernel_driver import default_boot
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.boot_kernel import default_release, pin_running
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.grubcfg import default_entry
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot
 from fakehost import REPO, snapshot, write
 from test_boot_kernel import GRUB_CFG, NEW, OLD, UUID, WANTED
 
@@ -122,18 +122,18 @@ def _tasks(path):
 
 def test_kernel_role_pins_the_running_kernel_before_installing():
     modules = [next(k for k in task if k not in ("name", "register", "when")) for task in _tasks("roles/kernel/tasks/install.yml")]
-    assert modules.index("boot_kernel") < modules.index("ansible.builtin.apt")
+    assert modules.index("infertune.fleet.boot_kernel") < modules.index("ansible.builtin.apt")
 
 
 def test_the_rescue_keeps_the_running_kernel_before_ending_the_host():
     block = _tasks("roles/infertune/tasks/apply.yml")[0]
-    names = [task.get("boot_kernel", task.get("ansible.builtin.meta")) for task in block["rescue"]]
+    names = [task.get("infertune.fleet.boot_kernel", task.get("ansible.builtin.meta")) for task in block["rescue"]]
     assert names.index({}) < names.index("end_host")
 
 
 def test_the_plan_reads_a_missing_command_as_rc_127():
     """dkms is absent where the driver is not DKMS-managed: the plan's read goes on."""
-    spec = importlib.util.spec_from_file_location("infertune_plan", REPO / "library" / "infertune_plan.py")
+    spec = importlib.util.spec_from_file_location("infertune_plan", REPO / "plugins" / "modules" / "infertune_plan.py")
     plan = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(plan)
 

@@ -1,7 +1,7 @@
 import pytest
-from ansible.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pinned_kernel
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.grubcfg import saved_entry_for
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pinned_kernel
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.grubcfg import saved_entry_for
 from fakehost import Recorder, snapshot, write
 
 UUID = "5b4b2c8e-1f7e-4c1a-9d6e-3a0f6f1c2d7b"

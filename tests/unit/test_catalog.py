@@ -2,7 +2,7 @@
 import re
 
 import yaml
-from ansible.module_utils.infertune_node import knobs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
 from fakehost import REPO
 
 CATALOG = yaml.safe_load((REPO / "roles/infertune/vars/main.yml").read_text())["infertune_knobs"]

@@ -1,6 +1,6 @@
 import pytest
-from ansible.module_utils.infertune_node.cmdline import apply_cmdline, merge, source_value, split
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cmdline import apply_cmdline, merge, source_value, split
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 from fakehost import Recorder, snapshot, write
 
 DROPIN = "/etc/default/grub.d/60-infertune.cfg"

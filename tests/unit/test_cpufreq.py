@@ -1,6 +1,6 @@
 import pytest
-from ansible.module_utils.infertune_node.cpufreq import apply_policy
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpufreq import apply_policy
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 from fakehost import read, snapshot, write
 
 CPU0 = "/sys/devices/system/cpu/cpu0/cpufreq/"

@@ -1,5 +1,5 @@
-from ansible.module_utils.infertune_node.cpuidle import apply_states
-from ansible.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpuidle import apply_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from fakehost import read, snapshot, write
 
 

@@ -1,9 +1,9 @@
 """The plan's line per pending knob: what differs, the differing elements first and never cut."""
-from ansible.module_utils.infertune_node import differs
-from ansible.module_utils.infertune_node.cpufreq import apply_policy
-from ansible.module_utils.infertune_node.cpuidle import apply_states
-from ansible.module_utils.infertune_node.gate import Gate
-from ansible.module_utils.infertune_node.knobs import predict
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import differs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpufreq import apply_policy
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpuidle import apply_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 

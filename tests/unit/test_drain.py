@@ -68,7 +68,7 @@ PLAY = """- name: Drain or deploy
   tasks:
     - name: Run the sglang role's {tasks}
       ansible.builtin.include_role:
-        name: sglang
+        name: infertune.fleet.sglang
         tasks_from: {tasks}
 """
 
@@ -80,11 +80,11 @@ DRAIN_AND_DEPLOY = """- name: Drain, then deploy
   tasks:
     - name: Drain
       ansible.builtin.include_role:
-        name: sglang
+        name: infertune.fleet.sglang
         tasks_from: drain
     - name: Deploy
       ansible.builtin.include_role:
-        name: sglang
+        name: infertune.fleet.sglang
         tasks_from: deploy
     - name: Keep the drain's result
       ansible.builtin.copy:

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible.module_utils.infertune_node.cuda_driver import CUDA_MIN_DRIVER, driver_floor, torch_build
-from ansible.module_utils.infertune_node.gpu_query import (
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cuda_driver import CUDA_MIN_DRIVER, driver_floor, torch_build
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import (
     GpuQueryError,
     NvmlUnavailable,
     gate_problems,
@@ -197,7 +197,7 @@ def test_nvml_without_its_library_lets_the_module_fall_back():
 
 
 def load_module(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "library" / (name + ".py"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "plugins" / "modules" / (name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -2,9 +2,8 @@
 import json
 
 import pytest
-from moduleharness import run_module
 
-from ansible.module_utils.infertune_node import identity
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import identity
 from fakehost import write
 from infertune import control_node
 
@@ -80,8 +79,3 @@ def test_cli_exits_1_with_the_reason(capsys):
     assert json.loads(capsys.readouterr().out)["reason"].endswith("is loopback")
 
 
-def test_host_identity_module(capsys):
-    rc, out = run_module("host_identity", {"_ansible_check_mode": True}, capsys)
-    assert rc == 0 and out["changed"] is False
-    assert out["machine_id"] == control_node.own_identity()["machine_id"]
-    assert "127.0.0.1" in out["addresses"]

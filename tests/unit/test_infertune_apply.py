@@ -25,7 +25,7 @@ def run_tool(root, config, *extra):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(config, handle)
         path = handle.name
-    env = dict(os.environ, PYTHONPATH=str(REPO / "module_utils"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "plugins" / "module_utils"))
     try:
         return subprocess.run([sys.executable, str(TOOL), "--root", root, "--config", path, *extra],
                               capture_output=True, text=True, env=env, check=False)

@@ -1,7 +1,7 @@
 import tempfile
 
-from ansible.module_utils.infertune_node.files import install
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import install
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 import pytest
 
 from fakehost import snapshot

@@ -1,7 +1,7 @@
 """Will the NVIDIA module load on the target kernel? DKMS, prebuilt packages, and the fix when neither."""
 from moduleharness import run_module
 
-from ansible.module_utils.infertune_node.kernel_driver import check, parse_dkms_status
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import check, parse_dkms_status
 from fakehost import write
 
 RUNNING, TARGET = "6.8.0-60-generic", "6.8.0-65-generic"

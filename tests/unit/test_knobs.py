@@ -1,9 +1,9 @@
 """The knob registry: one result contract, the plan's prediction and what a host needs."""
 import pytest
 
-from ansible.module_utils.infertune_node import knobs
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.systemd import apply_unit
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import apply_unit
 from fakehost import BARE_ROOT, SWITCH_DOWN, SWITCH_ROOT, SWITCH_UP, cpu_tree, fabric_tree, pci_tree, read, snapshot, write
 
 SYSCTL = {"name": "kernel.numa_balancing", "value": 0, "path": "/etc/sysctl.d/60-infertune-numa.conf"}

@@ -6,8 +6,8 @@ import os
 import pytest
 from moduleharness import run_module
 
-from ansible.module_utils.infertune_node import safetensors
-from ansible.module_utils.infertune_node.model_weights import check
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import safetensors
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check
 from tests.checkpoint import write_checkpoint, write_safetensors
 
 SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]

@@ -1,5 +1,5 @@
-from ansible.module_utils.infertune_node.gate import Gate
-from ansible.module_utils.infertune_node.modprobe import apply_options
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.modprobe import apply_options
 from fakehost import snapshot, write
 
 PATH = "/etc/modprobe.d/infertune.conf"

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 import yaml
 
-from ansible.module_utils.infertune_node.gpu_query import parse_smi_csv
-from ansible.module_utils.infertune_node.moe_support import (
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import parse_smi_csv
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import (
     check_argv_choices,
     choice_lists,
     dist_version,

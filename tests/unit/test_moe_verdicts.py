@@ -9,9 +9,9 @@ import os
 import pytest
 import yaml
 
-from ansible.module_utils.infertune_node import sglang_rules
-from ansible.module_utils.infertune_node.gpu_query import parse_smi_csv
-from ansible.module_utils.infertune_node.moe_support import (
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import sglang_rules
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import parse_smi_csv
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import (
     Installed,
     assess,
     choice_lists,

@@ -4,8 +4,8 @@ import sys
 import types
 
 import pytest
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.packages import apt_view, plan_package
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.packages import apt_view, plan_package
 from fakehost import write
 
 PVE = "proxmox-kernel-6.14.11-2-pve-signed"

@@ -1,8 +1,8 @@
 import os
 
 import pytest
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.pcie import apply_mrrs, setpci_prefix
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import apply_mrrs, setpci_prefix
 from fakehost import AUDIO, BRIDGE, GPU, config_space, pci_device, pci_tree, snapshot, write
 
 CLASSES = ["0x0300", "0x0302"]

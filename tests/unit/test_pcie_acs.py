@@ -1,9 +1,9 @@
 import os
 
 import pytest
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.pcie import setpci_prefix
-from ansible.module_utils.infertune_node.pcie_acs import apply_acs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import setpci_prefix
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_acs import apply_acs
 from fakehost import (BARE_ROOT, NVME, NVME_ROOT, RP_ACS, SW_ACS, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP,
                       fabric_tree, snapshot, write)
 

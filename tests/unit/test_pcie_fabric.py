@@ -1,14 +1,9 @@
-import importlib.util
-import json
-
 import pytest
-from ansible.module_utils import _internal
-from ansible.module_utils.infertune_node.gate import TuningError
-from ansible.module_utils.testing import patch_module_args
-from ansible.module_utils.infertune_node.gpu_query import sysfs_bdf
-from ansible.module_utils.infertune_node.pcie_fabric import (aer_counters, bar1_bytes, check, cmdline_params, gate_memory,
-                                                        p2p_matrix)
-from fakehost import (BARE_GPU, H200_RESOURCE, REPO, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree,
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import sysfs_bdf
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import (
+    aer_counters, bar1_bytes, check, cmdline_params, gate_memory, p2p_matrix)
+from fakehost import (BARE_GPU, H200_RESOURCE, SWITCH_DOWN, SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree,
                       nested_device, pcie_config, write)
 
 CLASSES = ["0x0300", "0x0302"]
@@ -125,24 +120,6 @@ def test_aer_counters_are_read_not_judged(tmp_path):
     result = check(root, "0x10de", CLASSES, LINKS)
     assert result["failures"] == [] and result["aer"] == {SWITCH_GPUS[0]: {"correctable": 3, "fatal": 0}}
     assert result["warnings"] == ["AER %s: correctable 3" % SWITCH_GPUS[0]]
-
-
-def test_the_module_reports_aer_through_ansible_warnings_not_a_deprecated_result_key(tmp_path, monkeypatch,
-                                                                                  capsys):
-    root = fabric_tree(str(tmp_path))
-    write(root, "/sys/bus/pci/devices/%s/aer_dev_correctable" % SWITCH_GPUS[0], "RxErr 3\nTOTAL_ERR_COR 3\n")
-    spec = importlib.util.spec_from_file_location("pcie_fabric_module", REPO / "library" / "pcie_fabric.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    real = module.check  # the module reads "/"; point it at the fake tree
-    monkeypatch.setattr(module, "check", lambda _root, *args: real(root, *args))
-    # As on a host: once a test has loaded Ansible's controller side, warnings would go to its display instead.
-    monkeypatch.setattr(_internal, "is_controller", False)
-    with patch_module_args({"gates": LINKS}), pytest.raises(SystemExit) as exit_info:
-        module.main()
-    rc, result = exit_info.value.code, json.loads(capsys.readouterr().out)
-    assert rc == 0 and [w["event"]["msg"] for w in result["warnings"]] == ["AER %s: correctable 3" % SWITCH_GPUS[0]]
-    assert not result.get("deprecations"), result["deprecations"]
 
 
 def h200_like(root):

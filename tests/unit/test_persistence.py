@@ -7,8 +7,8 @@ import sys
 import pytest
 import yaml
 
-from ansible.module_utils.infertune_node import knobs
-from ansible.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from fakehost import REPO
 
 CATALOG = yaml.safe_load((REPO / "roles/infertune/vars/main.yml").read_text())["infertune_knobs"]

@@ -4,8 +4,8 @@ drop-in without that flag and starts it at boot through a link in multi-user.tar
 import pytest
 import yaml
 
-from ansible.module_utils.infertune_node import knobs, systemd
-from ansible.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs, systemd
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from fakehost import REPO
 
 CATALOG = yaml.safe_load((REPO / "roles/infertune/vars/main.yml").read_text())["infertune_knobs"]

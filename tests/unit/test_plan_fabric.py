@@ -1,5 +1,5 @@
 """The plan's PCIe fabric gates: the same checks as pcie_fabric, in the plan's one read, as problems."""
-from ansible.module_utils.infertune_node import pcie_fabric
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import pcie_fabric
 from fakehost import SWITCH_GPUS, SWITCH_ROOT, SWITCH_UP, fabric_tree, snapshot, write
 from moduleharness import run_module
 

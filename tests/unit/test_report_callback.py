@@ -1,4 +1,4 @@
-"""callback_plugins/infertune_report.py, run by ansible-playbook on this machine: a serial
+"""plugins/callback/infertune_report.py, run by ansible-playbook on this machine: a serial
 batch whose only host is lost mid-stage ends the playbook before the verify play (Ansible's
 PlaybookExecutor), yet the run ends with a report of its own, and the report an earlier run
 left is never left looking current."""
@@ -22,7 +22,7 @@ PLAY = """- name: Plan
   tasks:
     - name: Mark the earlier report
       ansible.builtin.import_role:
-        name: report
+        name: infertune.fleet.report
         tasks_from: start
     - name: The plan's reason
       ansible.builtin.set_fact:
@@ -52,7 +52,7 @@ PLAY = """- name: Plan
   tasks:
     - name: Verify and report
       ansible.builtin.import_role:
-        name: infertune
+        name: infertune.fleet.infertune
         tasks_from: verify
 """
 

@@ -48,7 +48,7 @@ PLAY = """- name: Roll out
   tasks:
     - name: Verify and report
       ansible.builtin.import_role:
-        name: infertune
+        name: infertune.fleet.infertune
         tasks_from: verify
 """
 

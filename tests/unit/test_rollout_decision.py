@@ -1,4 +1,4 @@
-"""action_plugins/infertune_rollout.py: the rollout's decision before each serial batch
+"""plugins/action/infertune_rollout.py: the rollout's decision before each serial batch
 (failures so far, canary, limit, stop reason, hosts left out)."""
 import importlib.util
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 SPEC = importlib.util.spec_from_file_location(
-    "infertune_rollout_action", Path(__file__).resolve().parents[2] / "action_plugins" / "infertune_rollout.py")
+    "infertune_rollout_action", Path(__file__).resolve().parents[2] / "plugins" / "action" / "infertune_rollout.py")
 action = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(action)
 

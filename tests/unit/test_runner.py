@@ -78,14 +78,15 @@ def item(host, action, changed):
 def test_knobs_and_reboots_count_only_changed_results_of_tuning_modules():
     summary = fold([
         # One knob loop: two of its three items changed; the loop's own result repeats them.
-        item("a", "knob", True), item("a", "ansible.legacy.knob", True), item("a", "knob", False),
-        result("ok", "a", action="knob", changed=True, res={"results": [{"changed": True}] * 2}),
+        item("a", "infertune.fleet.knob", True), item("a", "infertune.fleet.knob", True),
+        item("a", "infertune.fleet.knob", False), item("a", "knob", True),  # a bare name is not ours
+        result("ok", "a", action="infertune.fleet.knob", changed=True, res={"results": [{"changed": True}] * 2}),
         result("ok", "a", action="ansible.builtin.apt", changed=True),
         result("ok", "a", action="ansible.builtin.template", changed=True),
         result("ok", "a", action="ansible.builtin.reboot", changed=True),
         result("skipped", "a", action="ansible.builtin.reboot"),
-        item("b", "knob", False),
-        result("ok", "b", action="knob", changed=False, res={"results": [{"changed": False}]}),
+        item("b", "infertune.fleet.knob", False),
+        result("ok", "b", action="infertune.fleet.knob", changed=False, res={"results": [{"changed": False}]}),
     ])
     rows = by_host(summary)
     assert (rows["a"]["knobs_changed"], rows["a"]["reboots"], rows["a"]["result"]) == (3, 1, "changed")
@@ -270,11 +271,6 @@ def test_child_path_starts_with_the_bin_dir_of_our_python_when_it_has_ansible(tm
     assert runner.child_env()["PATH"] == f"{tmp_path}{os.pathsep}/usr/bin"
     (tmp_path / "ansible-playbook").unlink()
     assert runner.child_env()["PATH"] == "/usr/bin"
-
-
-def test_the_projects_report_callback_is_not_hidden_by_ansible_runners_callbacks():
-    # ansible-runner prepends nothing and appends its own directory to this variable only.
-    assert (Path(runner.child_env()["ANSIBLE_CALLBACK_PLUGINS"]) / "infertune_report.py").is_file()
 
 
 def test_list_hosts_asks_ansible_and_honours_limit():

@@ -1,4 +1,4 @@
-"""lookup_plugins/infertune_template.py renders exactly what ansible.builtin.template's lookup
+"""plugins/lookup/infertune_template.py renders exactly what ansible.builtin.template's lookup
 renders (the plan compares its output with the files the template module wrote)."""
 import json
 import os
@@ -32,14 +32,14 @@ PLAY = """- hosts: localhost
 TASKS = """- name: Render with both lookups
   ansible.builtin.copy:
     dest: "{{ out }}"
-    content: "{{ {'ours': lookup('infertune_template', 'probe.j2'),
+    content: "{{ {'ours': lookup('infertune.fleet.infertune_template', 'probe.j2'),
                   'builtin': lookup('ansible.builtin.template', 'probe.j2')} | to_json }}"
     mode: "0644"
 """
 OTHER = """- name: Render another role's template
   ansible.builtin.copy:
     dest: "{{ out }}.other"
-    content: "{{ lookup('infertune_template', 'probe.j2', role='probe') }}"
+    content: "{{ lookup('infertune.fleet.infertune_template', 'probe.j2', role='probe') }}"
     mode: "0644"
 """
 
@@ -55,7 +55,7 @@ def test_renders_what_the_builtin_lookup_renders(tmp_path):
     (tmp_path / "play.yml").write_text(PLAY)
     out = tmp_path / "out.json"
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-               ANSIBLE_LOOKUP_PLUGINS=str(REPO / "lookup_plugins"))
+               ANSIBLE_LOOKUP_PLUGINS=str(REPO / "plugins" / "lookup"))
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
                            "-i", "localhost,", "-c", "local", "-e", f"out={out}",
                            "-e", f"ansible_python_interpreter={sys.executable}"],

@@ -1,6 +1,6 @@
 """unit_states: every unit's boot-time enablement and running state in one systemctl call,
 as is-enabled and is-active would say them (the plan compares them with what the knob wants)."""
-from module_utils.infertune_node.systemd import unit_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
 
 SHOW = ("LoadState=loaded\nActiveState=inactive\nUnitFileState=disabled\n\n"
         "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n\n"

@@ -24,7 +24,6 @@ def rendered_defaults():
         "benchmark_report_dir": str(REPO / "reports"),
         "benchmark_results_dir": str(REPO / "reports" / "benchmark"),
         "report_enforce": True,
-        "infertune_project_dir": str(REPO),
     }
     for name, value in values.items():
         if isinstance(value, str) and "{{" in value:
@@ -273,7 +272,7 @@ def test_typo_suggests_the_declared_name():
 
 def test_unknown_prefixed_names_but_not_internal_ones_or_other_prefixes():
     lines = validation.report({"sglang_tpp": 8, "rollout_canary": 2, "sglang_argv": [], "kernel_reboot_reasons": [],
-                               "infertune_hw": {}, "gpu_gate_gpus": {}, "my_own_var": 1, "ansible_host": "x"})
+                               "infertune_plan": {}, "gpu_gate_gpus": {}, "my_own_var": 1, "ansible_host": "x"})
     assert lines == ["rollout_canary: no role declares this variable; did you mean rollout_canary_count?",
                      "sglang_tpp: no role declares this variable; did you mean sglang_tp?"]
     assert validation.report({"sglang_tpp": 8}, check_unknown=False) == []
@@ -346,7 +345,7 @@ PLAYBOOK = """
     templated_count: "{{ 2 - 3 }}"
   tasks:
     - name: Check every infertune variable
-      infertune_validate:
+      infertune.fleet.infertune_validate:
         roles: "{{ check_roles | default(omit) }}"
       register: check
     - name: Show what was checked

@@ -1,10 +1,10 @@
-"""action_plugins/infertune_verify.py: what it hands infertune.verify per host, and what it
+"""plugins/action/infertune_verify.py: what it hands infertune.verify per host, and what it
 reads back from the fleet report for the assert that fails hosts."""
 import importlib.util
 from pathlib import Path
 
 SPEC = importlib.util.spec_from_file_location(
-    "infertune_verify_action", Path(__file__).resolve().parents[2] / "action_plugins" / "infertune_verify.py")
+    "infertune_verify_action", Path(__file__).resolve().parents[2] / "plugins" / "action" / "infertune_verify.py")
 action = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(action)
 

@@ -3,8 +3,8 @@ verification's own shell reads run over a fake host, the plan predicts on the sa
 import subprocess
 import sys
 
-from ansible.module_utils.infertune_node.cpuidle import apply_states
-from ansible.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpuidle import apply_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from fakehost import REPO, write
 from verifycheck import load, outcome
 

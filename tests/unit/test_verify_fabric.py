@@ -4,9 +4,9 @@ import sys
 
 import os
 
-from ansible.module_utils.infertune_node.gate import Gate
-from ansible.module_utils.infertune_node.pcie import apply_mrrs
-from ansible.module_utils.infertune_node.pcie_acs import apply_acs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import apply_mrrs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_acs import apply_acs
 from verifycheck import load, outcome
 from fakehost import (BARE_GPU, BARE_ROOT, H200_RESOURCE, NVME, NVME_ROOT, REPO, SWITCH_DOWN, SWITCH_GPUS,
                       SWITCH_ROOT, SWITCH_UP, fabric_tree, pci_device)

@@ -10,9 +10,15 @@ by `python -m infertune.verify`, -e included); else the host's inventory variabl
 import json
 import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 import testinfra
+
+# The host-side readers the checks share with the modules (Ansible-free, relative imports):
+# the collection's plugins/module_utils, beside this directory wherever it is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from expected import expected_values
 from fleet import Fleet

@@ -1,7 +1,7 @@
 """CPU frequency driver, governor, EPP and idle states on every CPU (role cpu_power)."""
 import pytest
 
-from module_utils.infertune_node.cpuidle import wanted_disable
+from infertune_node.cpuidle import wanted_disable
 from outcome import mismatch, not_applicable
 from readings import cpu_ranges, grep_files, per_cpu, per_value, sections
 

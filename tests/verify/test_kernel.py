@@ -1,6 +1,6 @@
 """The running kernel and its command line, as the kernel, kernel_cmdline and pcie roles asked."""
 from expected import truthy
-from module_utils.infertune_node.pcie_fabric import cmdline_params
+from infertune_node.pcie_fabric import cmdline_params
 from outcome import mismatch
 
 

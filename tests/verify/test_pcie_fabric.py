@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from expected import truthy
-from module_utils.infertune_node.gate import TuningError
-from module_utils.infertune_node.gpu_query import sysfs_bdf
-from module_utils.infertune_node.pcie_fabric import (P2P_STATUS, config_link_regs, link_failures, p2p_matrix,
-                                                     path_pairs)
+from infertune_node.gate import TuningError
+from infertune_node.gpu_query import sysfs_bdf
+from infertune_node.pcie_fabric import (P2P_STATUS, config_link_regs, link_failures, p2p_matrix,
+                                        path_pairs)
 from outcome import mismatch, not_applicable
 from readings import sections
 from test_pcie_mrrs import is_target

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.pcie_acs import apply_acs
-from ansible.module_utils.infertune_node.pcie_fabric import check, cmdline_params
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_acs import apply_acs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check, cmdline_params
 from labhw import BOOT, REPO, pci_tool
 from verifycheck import load, outcome
 

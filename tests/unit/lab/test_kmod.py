@@ -5,7 +5,7 @@ import subprocess
 
 from labhw import BOOT
 
-from ansible.module_utils.infertune_node.kernel_driver import check
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import check
 from hwmodel import kmod
 
 BASE, TARGET = "6.1.0-28-amd64", "6.12.95+deb12-amd64"

@@ -11,7 +11,7 @@ description:
     version, persistence mode and PCIe link generation and width (current and maximum).
   - With O(venv), derives the lowest driver the installed torch needs from the CUDA release recorded in
     its C(torch/version.py) and NVIDIA's minimum driver per CUDA release (a table with its source in
-    C(module_utils/infertune_node/cuda_driver.py)).
+    C(plugins/module_utils/infertune_node/cuda_driver.py)).
   - Uses NVML through the C(pynvml) module of nvidia-ml-py when it imports on the host, else
     C(nvidia-smi --query-gpu=... --format=csv,noheader,nounits).
   - Read-only; it never changes a GPU setting, so it runs the same in check mode.
@@ -129,8 +129,8 @@ problems:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.gpu_gate import gate
-from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
 
 
 def runner(module):

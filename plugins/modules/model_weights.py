@@ -92,7 +92,7 @@ dump:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.model_weights import check
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check
 
 
 def main():

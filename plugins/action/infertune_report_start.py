@@ -17,7 +17,7 @@ from ansible.plugins.action import ActionBase
 try:
     from infertune.report import mark_earlier
 except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from infertune.report import mark_earlier
 
 

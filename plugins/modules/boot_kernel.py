@@ -59,8 +59,8 @@ boot_kernel_reboot_required:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pin_running
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import run_knob
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pin_running
 
 
 def main():

@@ -26,7 +26,7 @@ try:
     from infertune import control_node, validation
     from infertune.plain import plain
 except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from infertune import control_node, validation
     from infertune.plain import plain
 

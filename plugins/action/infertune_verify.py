@@ -25,10 +25,11 @@ from ansible.plugins.action import ActionBase
 try:
     from infertune.plain import plain
 except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from infertune.plain import plain
 
-PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The collection root, where `python -m infertune.verify` finds its package.
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def entry(host, facts, play_hosts, options, check_mode):
@@ -78,7 +79,7 @@ class ActionModule(ActionBase):
         # over: the same sources as this run, the same interpreter's tools.
         env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
                    ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
-        proc = subprocess.run(argv, input=json.dumps(run), cwd=PROJECT, env=env, capture_output=True, text=True,
+        proc = subprocess.run(argv, input=json.dumps(run), cwd=COLLECTION, env=env, capture_output=True, text=True,
                               check=False)
         result.update(rc=proc.returncode, stdout=proc.stdout, stdout_lines=proc.stdout.splitlines())
         if proc.returncode != 0:

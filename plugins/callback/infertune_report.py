@@ -24,7 +24,7 @@ from ansible.plugins.callback import CallbackBase
 try:
     from infertune import report
 except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from infertune import report
 
 DOCUMENTATION = """

@@ -1,9 +1,9 @@
 """The Ansible side of a knob module: one gate, one error path, one diff shape.
 
-module_utils/infertune_node stays free of Ansible so the boot-time tool can import
-it; this is the thin layer every knob module in library/ shares.
+plugins/module_utils/infertune_node stays free of Ansible so the boot-time tool can import
+it; this is the thin layer every knob module in plugins/modules/ shares.
 """
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 
 
 def _diff_side(value):

@@ -141,7 +141,7 @@ argv_check:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
 
 
 def main():

@@ -101,7 +101,7 @@ running_package:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.kernel_driver import check
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import check
 
 
 def main():

@@ -89,17 +89,17 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.files import fingerprints
-from ansible.module_utils.infertune_node.gate import TuningError
-from ansible.module_utils.infertune_node.gpu_gate import gate
-from ansible.module_utils.infertune_node.gpu_query import GpuQueryError
-from ansible.module_utils.infertune_node.identity import machine_id
-from ansible.module_utils.infertune_node.kernel_driver import default_boot
-from ansible.module_utils.infertune_node.knobs import predict, summarize
-from ansible.module_utils.infertune_node.model_weights import check as check_weights
-from ansible.module_utils.infertune_node.moe_support import ReadError, judge_host
-from ansible.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
-from ansible.module_utils.infertune_node.systemd import unit_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import fingerprints
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.identity import machine_id
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict, summarize
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check as check_weights
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
 
 
 def runner(module):

@@ -5,8 +5,8 @@ the built-in lookup deep-copies all the host's variables for each file, which ma
 of a no-op run's rendering. The template sees the same variables (a shallow copy with the
 template_* variables added), and is found and rendered the same way.
 
-role=NAME finds the template in that role's templates/ (on the roles path) wherever the
-lookup runs: a role's variables that render its templates are also read from tasks of
+role=NAME finds the template in that role's templates/ (this collection's roles, then the roles
+path) wherever the lookup runs: a role's variables that render its templates are also read from tasks of
 other roles (the plan's comparison, the benchmark's include of a role's tasks).
 """
 from __future__ import annotations
@@ -19,6 +19,8 @@ from ansible.plugins.lookup import LookupBase
 from ansible.template import trust_as_template
 from ansible._internal._templating import _template_vars
 from ansible._internal._templating._engine import TemplateOptions
+
+COLLECTION_ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 
 DOCUMENTATION = r"""
 name: infertune_template
@@ -41,7 +43,7 @@ options:
 EXAMPLES = r"""
 - name: Render the unit file
   ansible.builtin.set_fact:
-    unit_text: "{{ lookup('infertune_template', 'sglang.service.j2', role='sglang') }}"
+    unit_text: "{{ lookup('infertune.fleet.infertune_template', 'sglang.service.j2', role='sglang') }}"
 """
 
 RETURN = r"""
@@ -77,7 +79,8 @@ class LookupModule(LookupBase):
 
     @staticmethod
     def _in_role(role, term):
-        for base in C.config.get_config_value("DEFAULT_ROLES_PATH"):
+        # This collection's roles first (it ships the lookup), then the roles path.
+        for base in [COLLECTION_ROLES] + C.config.get_config_value("DEFAULT_ROLES_PATH"):
             path = os.path.join(base, role, "templates", term)
             if os.path.isfile(path):
                 return path

@@ -76,8 +76,8 @@ actions:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_node.gate import Gate, TuningError
-from ansible.module_utils.infertune_node.knobs import run
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import run
 
 
 def main():

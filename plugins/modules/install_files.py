@@ -62,8 +62,8 @@ files:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.infertune_module import run_knob
-from ansible.module_utils.infertune_node.files import install
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import run_knob
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import install
 
 
 def main():
