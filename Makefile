@@ -5,8 +5,10 @@ LABCTL  := $(BIN)/python lab/labctl
 APT_PKGS := podman runc debootstrap pciutils iptables
 # The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
 COLLECTION_LINK := collections/ansible_collections/infertune/fleet
+# Where ansible-test caches get-pip.py; 24.2 is the pip of the pinned ansible-core's ansible-test.
+GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
-.PHONY: setup lab-up lab-down demo lint unit checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-up lab-down demo lint unit sanity checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
@@ -46,6 +48,23 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
+# ansible-test sanity on the collection as it ships: built, installed under a temporary collections
+# path (ansible-test runs from .../ansible_collections/infertune/fleet), each test's pinned
+# requirements in ansible-test's own virtual environments (--venv).
+sanity: setup $(GET_PIP)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(BIN)/ansible-galaxy collection build --output-path "$$tmp" . >/dev/null && \
+	ANSIBLE_COLLECTIONS_PATH="$$tmp" $(BIN)/ansible-galaxy collection install --offline -p "$$tmp" \
+		"$$tmp"/infertune-fleet-*.tar.gz >/dev/null && \
+	cd "$$tmp/ansible_collections/infertune/fleet" && \
+	$(CURDIR)/$(BIN)/ansible-test sanity --venv --python 3.11
+
+# ansible-test puts pip into each of its virtual environments with get-pip.py, downloaded from a
+# host that is no package registry; the stand-in installs the same pip from the package index.
+$(GET_PIP): tests/sanity/get_pip.py
+	mkdir -p $(dir $@)
+	cp $< $@
+
 lab-test: lab-up
 	$(MAKE) lab-pytest
 
@@ -57,9 +76,9 @@ lab-image-trixie: lab-up
 	$(LABCTL) image trixie
 
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
-checks: lint unit
+checks: lint unit sanity
 
-# Every test: lint and unit tests while the lab comes up, then the lab tests.
+# Every test: lint, unit and sanity tests while the lab comes up, then the lab tests.
 test: setup
 	$(MAKE) -j2 --output-sync=target lab-image-trixie checks
 	$(MAKE) lab-pytest

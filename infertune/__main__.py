@@ -1,6 +1,6 @@
 """python -m infertune rollout|verify ..."""
 import sys
 
-from infertune.cli import main
+from .cli import main
 
 sys.exit(main())

@@ -19,8 +19,8 @@ import json
 import sys
 from pathlib import Path
 
-from infertune import plot
-from infertune.report import merge_into_host_report
+from . import plot
+from .report import merge_into_host_report
 
 
 def load(directory: Path) -> tuple[dict, dict]:
@@ -71,7 +71,7 @@ def markdown(summary: dict) -> str:
     measured = [b["backend"] for b in summary["backends"] if b["status"] == "measured"]
     if summary["winners"]:
         lines += ["", "| batch | " + " | ".join(measured) + " | fastest |",
-                  "| --- | " + " | ".join("---" for _ in measured) + " | --- |"]
+                  "| --- | " + " | ".join(["---"] * len(measured)) + " | --- |"]
         for row in summary["winners"]:
             cells = [f"{row['ms_per_token'][b]['median']:.2f} (p90 {row['ms_per_token'][b]['p90']:.2f})"
                      if b in row["ms_per_token"] else "-" for b in measured]
@@ -88,7 +88,7 @@ def markdown(summary: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.backend_ab", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infertune.backend_ab", description=__doc__.partition("\n")[0])
     p.add_argument("directory", type=Path, help="one host's results: plan.json and <backend>.json files")
     p.add_argument("--report", type=Path, help="JSON host report to record the fastest batch-1 backend in")
     a = p.parse_args(argv)

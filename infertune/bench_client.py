@@ -144,9 +144,9 @@ def sweep(client: Client, batches: list, trials: int, warmup: int, prompt: str,
           max_new_tokens: int, stream: bool = True) -> list:
     out = []
     for batch in batches:
-        for _ in range(warmup):
+        for warm in range(warmup):
             run_trial(client, batch, prompt, max_new_tokens, stream)
-        runs = [run_trial(client, batch, prompt, max_new_tokens, stream) for _ in range(trials)]
+        runs = [run_trial(client, batch, prompt, max_new_tokens, stream) for trial in range(trials)]
         row = {"batch": batch, "trials": runs}
         for key in ("ms_per_token", "tok_per_s", "ttft_ms"):
             if key in runs[0]:
@@ -171,7 +171,7 @@ def read_api_key(source: str) -> str:
 
 def main(argv=None) -> int:
     # allow_abbrev=False: "--api-key SECRET" must not pass as an abbreviation of --api-key-file.
-    p = argparse.ArgumentParser(prog="python -m infertune.bench_client", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m infertune.bench_client", description=__doc__.partition("\n")[0],
                                 allow_abbrev=False)
     p.add_argument("--url", required=True, help="sglang server, e.g. http://127.0.0.1:30000")
     p.add_argument("--backend", required=True, help="name of this configuration, e.g. the MoE runner backend")

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from infertune import COLLECTION, runner
-from infertune.progress import Progress
-from infertune.summary import RunSummary
+from . import COLLECTION, runner
+from .progress import Progress
+from .summary import RunSummary
 
 REPO = COLLECTION
 PLAYBOOKS = {
@@ -26,9 +26,9 @@ OUTPUT_TAIL_LINES = 40
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="infertune", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="infertune", description=__doc__.partition("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, (_, help_text) in PLAYBOOKS.items():
+    for name, (playbook, help_text) in PLAYBOOKS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("-i", "--inventory", action="append", default=[],
                          help="inventory path or host list; repeatable (default: ansible.cfg's)")
@@ -49,8 +49,8 @@ def parse_args(argv):
 
 
 def table(rows) -> str:
-    cells = [[title for _, title in COLUMNS]]
-    cells += [[("yes" if row[key] else "no") if isinstance(row[key], bool) else str(row[key]) for key, _ in COLUMNS]
+    cells = [[title for key, title in COLUMNS]]
+    cells += [[("yes" if row[key] else "no") if isinstance(row[key], bool) else str(row[key]) for key, title in COLUMNS]
               for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)

@@ -54,7 +54,7 @@ def reason(address: str | None, machine_id: str | None = None, connection: str =
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.control_node", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infertune.control_node", description=__doc__.partition("\n")[0])
     p.add_argument("--address", help="the address Ansible connects to (ansible_host)")
     p.add_argument("--connection", default="ssh", help="the host's ansible_connection")
     p.add_argument("--machine-id", help="the host's /etc/machine-id (host_identity)")

@@ -13,7 +13,7 @@ import sys
 
 import yaml
 
-from infertune import docsection, validation
+from . import docsection, validation
 
 START = "<!-- variables:start -->"
 END = "<!-- variables:end -->"
@@ -81,8 +81,8 @@ def role_table(spec):
     for name in spec.options:
         option = spec.options[name]
         default = _code(_flow(option.spec["default"])) if "default" in option.spec else "—"
-        lines.append("| %s | %s | %s | %s |" % (_code(name), default, type_text(name, option),
-                                               _escape(_description(option.spec))))
+        cells = (_code(name), default, type_text(name, option), _escape(_description(option.spec)))
+        lines.append("| %s | %s | %s | %s |" % cells)
     lines.append("")
     return lines
 

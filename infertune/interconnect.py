@@ -237,7 +237,7 @@ def summary(records: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.interconnect", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infertune.interconnect", description=__doc__.partition("\n")[0])
     p.add_argument("--p2p", type=Path, help="p2pBandwidthLatencyTest output")
     p.add_argument("--all-reduce", type=Path, help="all_reduce_perf output")
     p.add_argument("--p2p-failed", metavar="TEXT", help="how the p2p run failed (exit status, end of stderr)")
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
                if output or failed or tool in a.not_installed}
     if a.report:
         # Imported here: the report module needs PyYAML, the parsers only the standard library.
-        from infertune.report import merge_into_host_report
+        from .report import merge_into_host_report
         merge_into_host_report(a.report, "interconnect", {
             "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **records})
     print("\n".join(summary(records)))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from infertune import docsection, validation
+from . import docsection, validation
 from infertune_node import moe_support
 
 START = "<!-- moe-verdicts:start -->"
@@ -66,7 +66,7 @@ def rows(root=SOURCES, role_vars=None):
         for backend in backends:
             judged = moe_support.assess(backend, quantization, gpus, installed, backends, matrix, kernels)
             by_cc = {f["compute_capability"]: f for f in judged["findings"]}
-            table.append((quantization, backend, [_cell(by_cc[cc], backend) for cc, _ in GPUS],
+            table.append((quantization, backend, [_cell(by_cc[cc], backend) for cc, gpu in GPUS],
                           _files(judged["sources"])))
     return table
 
@@ -78,7 +78,7 @@ def render(root=SOURCES):
              "",
              "| quantization | backend | %s | source (sglang %s / flashinfer-python %s) |"
              % (" | ".join("%s %s" % gpu for gpu in GPUS), SGLANG, FLASHINFER),
-             "| --- | --- | %s | --- |" % " | ".join("---" for _ in GPUS)]
+             "| --- | --- | %s | --- |" % " | ".join(["---"] * len(GPUS))]
     for quantization, backend, cells, sources in rows(root):
         lines.append("| %s | `%s` | %s | %s |" % (quantization, backend, " | ".join(cells), sources))
     lines.append(END)

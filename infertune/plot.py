@@ -57,7 +57,7 @@ def draw(series: list, floor_ms: float | None, out: Path, title: str) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.plot", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infertune.plot", description=__doc__.partition("\n")[0])
     p.add_argument("files", nargs="+", help="JSON files from infertune.bench_client")
     p.add_argument("--floor-ms", type=float, help="decode floor from infertune.roofline")
     p.add_argument("--out", required=True, type=Path, help="PNG to write")

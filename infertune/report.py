@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from infertune import COLLECTION
+from . import COLLECTION
 
 CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
@@ -153,7 +153,7 @@ def worst(statuses):
 def knob_catalog(verified, catalog=None):
     """The catalog's knobs plus a column for any test it does not name yet."""
     rows = list(catalog or knobs())
-    known = {t for _, _, tests in rows for t in tests}
+    known = {t for key, label, tests in rows for t in tests}
     extra = sorted({t for tests in verified.values() for t in tests} - known)
     return rows + [(t, t.replace("_", " "), (t,)) for t in extra]
 
@@ -239,8 +239,8 @@ def failed_in_run(entry):
     """Whether this run failed the host before verification: its plan or a stage failed, or it
     was lost (a host left out by a stopped rollout did not fail)."""
     rollout = (entry or {}).get("rollout") or {}
-    return bool(not rollout.get("stopped") and (rollout.get("failure") or rollout.get("unreachable")
-                                                 or rollout.get("lost")))
+    return bool(not rollout.get("stopped")
+                and (rollout.get("failure") or rollout.get("unreachable") or rollout.get("lost")))
 
 
 def build(fragments, verified, hosts=None, run=None):
@@ -249,7 +249,7 @@ def build(fragments, verified, hosts=None, run=None):
     catalog = knob_catalog(verified)
     names = sorted(hosts or set(fragments) | set(verified))
     report = {"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "knobs": {key: label for key, label, _ in catalog}, "hosts": {}}
+              "knobs": {key: label for key, label, tests in catalog}, "hosts": {}}
     for host in names:
         checks = verified.get(host, {})
         results = fragments.get(host, {}).get("results", {})
@@ -263,9 +263,9 @@ def build(fragments, verified, hosts=None, run=None):
                 "label": label, "verify": worst(statuses) if tests else "not checked",
                 "changed": bool(result and result.get("changed") and result.get("applied") and not check_mode),
                 "checks": knob_checks,
-                "tuning": {"change": change(result, check_mode),
-                           **{k: result[k] for k in ("before", "after", "changed", "msg", "hooks") if k in result}}
-                          if result is not None else None,
+                "tuning": None if result is None else {
+                    "change": change(result, check_mode),
+                    **{k: result[k] for k in ("before", "after", "changed", "msg", "hooks") if k in result}},
             }
         failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]
         entry = run.get(host)
@@ -334,7 +334,7 @@ def markdown(report):
     lines += ["✅ verified, ❌ off, ⚠️ check broke, – not applicable here, · not checked; "
               "↻ changed by the last tuning run.", "",
               "| host | result | " + " | ".join(knobs.values()) + " |",
-              "| --- | --- | " + " | ".join("---" for _ in knobs) + " |"]
+              "| --- | --- | " + " | ".join(["---"] * len(knobs)) + " |"]
     for host, entry in hosts.items():
         cells = [SYMBOL[k["verify"]] + (" ↻" if k["changed"] else "") for k in entry["knobs"].values()]
         lines.append(f"| {host} | {entry['result']} | " + " | ".join(cells) + " |")

@@ -28,7 +28,7 @@ import yaml
 
 from infertune_node.safetensors import TensorInfo, model_tensors
 
-from infertune.report import merge_into_host_report
+from .report import merge_into_host_report
 
 SPECS_FILE = Path(__file__).parent / "data" / "gpu_specs.yml"
 
@@ -265,7 +265,7 @@ def render(r: dict, measured_ms: float | None = None) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m infertune.roofline", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infertune.roofline", description=__doc__.partition("\n")[0])
     p.add_argument("model", type=Path, help="directory with config.json and *.safetensors, or the "
                    "`dump` JSON that the model_weights module returned for one")
     p.add_argument("--gpu", default="rtx-pro-6000-server",

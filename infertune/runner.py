@@ -121,7 +121,7 @@ def list_hosts(inv: Invocation) -> list | None:
     if exe is None:
         return None
     proc = subprocess.run([exe, inv.playbook, "--list-hosts", *inv.selection(), *inv.options()],
-                          cwd=inv.project_dir, env=env, capture_output=True, text=True)
+                          cwd=inv.project_dir, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None
     hosts, in_hosts = [], False

@@ -118,7 +118,7 @@ class RunSummary:
 
     def _play_start(self, data: dict) -> None:
         # Each serial batch re-sends the play start with "_N" appended to the play uuid.
-        play_id = str(data.get("play_uuid") or data.get("uuid") or "").split("_")[0]
+        play_id = str(data.get("play_uuid") or data.get("uuid") or "").partition("_")[0]
         if play_id and play_id == self._play_id:
             self.batch += 1
             self._finished |= self._batch_hosts

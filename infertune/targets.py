@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from infertune import COLLECTION
+from . import COLLECTION
 
 SGLANG_DEFAULTS = COLLECTION / "roles" / "sglang" / "defaults" / "main.yml"
 FILE = "sglang-targets.json"

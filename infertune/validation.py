@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from infertune import COLLECTION
+from . import COLLECTION
 
 PROJECT = COLLECTION
 HIDDEN = "<hidden>"
@@ -929,7 +929,7 @@ def _check_one(name, option, raw, found):
         found.append(Problem(name, rule, where or name, value, secret))
 
     before = len(found)
-    _walk_controls(raw, name, lambda rule, where, value: emit(rule, where, value), secret)
+    _walk_controls(raw, name, emit, secret)
     if len(found) > before:
         return None
     value, error = convert(raw, option.type)

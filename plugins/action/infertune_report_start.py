@@ -8,17 +8,11 @@ them to write this run's report should the playbook end before its verify play.
 """
 from __future__ import annotations
 
-import os
-import sys
 from datetime import datetime, timezone
 
 from ansible.plugins.action import ActionBase
 
-try:
-    from infertune.report import mark_earlier
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune.report import mark_earlier
+from ansible_collections.infertune.fleet.infertune.report import mark_earlier
 
 
 class ActionModule(ActionBase):

@@ -16,19 +16,12 @@ checked, the names of the variables that were set and checked. Rules: infertune/
 """
 from __future__ import annotations
 
-import os
-import sys
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-try:
-    from infertune import control_node, validation
-    from infertune.plain import plain
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune import control_node, validation
-    from infertune.plain import plain
+from ansible_collections.infertune.fleet.infertune import control_node, validation
+from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
 def _first_line(exc):

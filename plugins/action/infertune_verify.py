@@ -22,14 +22,9 @@ import sys
 
 from ansible.plugins.action import ActionBase
 
-try:
-    from infertune.plain import plain
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune.plain import plain
-
-# The collection root, where `python -m infertune.verify` finds its package.
-COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The collection root is where `python -m infertune.verify` finds its package.
+from ansible_collections.infertune.fleet.infertune import COLLECTION
+from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
 def entry(host, facts, play_hosts, options, check_mode):

@@ -16,27 +16,24 @@ because the run ended first. Nothing is verified then, and no earlier verificati
 """
 from __future__ import annotations
 
-import os
-import sys
-
-from ansible.plugins.callback import CallbackBase
-
-try:
-    from infertune import report
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune import report
-
 DOCUMENTATION = """
 name: infertune_report
 type: notification
+author: infertune developers (@infertune)
 short_description: write the run's fleet report when the playbook ends before its verify play
 description:
-  - Enabled in ansible.cfg (callbacks_enabled). Acts only on runs that marked the earlier report
-    at their start (infertune_report_start) and ended without the verify play's report.
+  - Enabled by C(callbacks_enabled = infertune.fleet.infertune_report) (the checkout's ansible.cfg sets it) or
+    E(ANSIBLE_CALLBACKS_ENABLED). Acts only on runs that marked the earlier report at their start
+    (M(infertune.fleet.infertune_report_start)) and ended without the verify play's report.
 """
 
-START, VERIFY = "infertune_report_start", "infertune_verify"
+from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.infertune.fleet.infertune import report
+
+
+START = "infertune_report_start"
+VERIFY = "infertune_verify"
 ENDED = "the run ended before its verification"
 
 
@@ -57,8 +54,8 @@ class CallbackModule(CallbackBase):
         self.hosts = {}  # host -> {"stage", "failure", "unreachable", "check_mode", "drained", "rebooted"}
 
     def _host(self, name):
-        return self.hosts.setdefault(name, {"stage": "plan", "failure": "", "unreachable": "", "check_mode": False,
-                                           "drained": False, "rebooted": False})
+        return self.hosts.setdefault(name, {"stage": "plan", "failure": "", "unreachable": "",
+                                            "check_mode": False, "drained": False, "rebooted": False})
 
     def v2_runner_on_ok(self, result):
         action, res = short_action(result.task), result.result

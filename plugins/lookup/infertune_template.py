@@ -11,20 +11,9 @@ other roles (the plan's comparison, the benchmark's include of a role's tasks).
 """
 from __future__ import annotations
 
-import os
-
-from ansible import constants as C
-from ansible.errors import AnsibleError
-from ansible.plugins.lookup import LookupBase
-from ansible.template import trust_as_template
-from ansible._internal._templating import _template_vars
-from ansible._internal._templating._engine import TemplateOptions
-
-COLLECTION_ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
-
 DOCUMENTATION = r"""
 name: infertune_template
-author: infertune
+author: infertune developers (@infertune)
 short_description: render role templates like ansible.builtin.template, without deep-copying the variables
 description:
   - Each term is a template file, found like the built-in template lookup finds it (the role's
@@ -36,7 +25,8 @@ options:
     description: template files to render
     required: true
   role:
-    description: the role whose templates/ holds them; by default the search path of the task
+    description: the role whose C(templates/) holds them, looked up in this collection's roles first, then
+      on the roles path; by default the task's search path
     type: str
 """
 
@@ -52,6 +42,17 @@ _raw:
   type: list
   elements: str
 """
+
+import os
+
+from ansible import constants as C
+from ansible.errors import AnsibleError
+from ansible.plugins.lookup import LookupBase
+from ansible.template import trust_as_template
+from ansible._internal._templating import _template_vars
+from ansible._internal._templating._engine import TemplateOptions
+
+COLLECTION_ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 
 
 class LookupModule(LookupBase):

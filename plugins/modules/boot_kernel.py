@@ -18,16 +18,16 @@ options:
   release:
     description: Kernel release as in C(uname -r), e.g. C(6.12.95+deb12-amd64); omitted, the running kernel.
     type: str
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Boot the backports kernel
-  boot_kernel:
+  infertune.fleet.boot_kernel:
     release: 6.12.95+deb12-amd64
 
 - name: Keep booting the running kernel whatever a kernel package's hooks do
-  boot_kernel:
+  infertune.fleet.boot_kernel: {}
 """
 
 RETURN = r"""

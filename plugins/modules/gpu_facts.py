@@ -58,16 +58,16 @@ options:
     description: Name of the host in failure messages; the role passes the inventory name.
     type: str
 author:
-  - infertune
+  - infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Read the GPUs of the host
-  gpu_facts:
+  infertune.fleet.gpu_facts:
   register: gpu
 
 - name: Stop unless the host has 8 GPUs of compute capability 12.0 on driver 575.57 or newer
-  gpu_facts:
+  infertune.fleet.gpu_facts:
     expected_count: 8
     compute_capability: "12.0"
     min_driver: "575.57"

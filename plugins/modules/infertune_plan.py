@@ -5,11 +5,11 @@ DOCUMENTATION = r"""
 module: infertune_plan
 short_description: Predict every knob's change on a host in one read-only call
 description:
-  - Runs each catalog entry's apply function in check mode (the same code M(knob) applies) and
+  - Runs each catalog entry's apply function in check mode (the same code M(infertune.fleet.knob) applies) and
     returns, per knob, the result contract, then what the host needs as a whole - the pending
     knobs, whether it must reboot and why, whether it must be drained first.
-  - In the same call, when asked, the GPU gate (as M(gpu_facts)), the PCIe fabric gates (as
-    M(pcie_fabric)) and the MoE backend check and command line check (as M(moe_backend_support),
+  - In the same call, when asked, the GPU gate (as M(infertune.fleet.gpu_facts)), the PCIe fabric gates
+    and the MoE backend check and command line check (as M(infertune.fleet.moe_backend_support),
     judged on the GPUs the gate read).
   - Never changes the host, in or out of check mode, so a converged fleet costs one round
     trip per host.
@@ -32,23 +32,25 @@ options:
     choices: [when_needed, always, never]
     default: when_needed
   gpu_gate:
-    description: Options of M(gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
+    description: Options of M(infertune.fleet.gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
       require_persistence, gpu_table); the result, problems included, is returned as C(gpus). With it,
       the kernel the default boot entry starts is read (returned as C(boot_entry)); when it is not the running
       kernel and the NVIDIA module will not load on it, that is one of the gate's problems.
     type: dict
   fabric:
-    description: Options of M(pcie_fabric) (vendor, classes, gates, nvidia_smi) - read-only gates on the
-      PCIe links, BAR1 and P2P of the GPUs; the result (C(failures), one per device naming the fix, and
-      the AER counters in C(aer)) is returned as C(fabric), never as a module failure.
+    description: Read-only gates on the PCIe links, BAR1 and P2P of the GPUs - C(vendor) (default C(0x10de)),
+      C(classes) (PCI classes of the GPUs), C(gates) (of C(width), C(speed), C(bar1), C(p2p); default the
+      first three), C(nvidia_smi); the result (C(failures), one per device naming the fix, the AER counters
+      in C(aer), one line per device with corrected errors in C(warnings)) is returned as C(fabric),
+      never as a module failure.
     type: dict
   backend:
-    description: Options of M(moe_backend_support) (venv, backend, quantization, gpus, matrix, kernels,
+    description: Options of M(infertune.fleet.moe_backend_support) (venv, backend, quantization, gpus, matrix, kernels,
       allreduce_fusion, argv), returned as C(backend); without C(gpus), judged on the gate's GPUs.
       With C(venv) alone, the installed sglang and FlashInfer versions only.
     type: dict
   weights:
-    description: C(path) of a model directory and optionally C(manifest), checked as M(model_weights)
+    description: C(path) of a model directory and optionally C(manifest), checked as M(infertune.fleet.model_weights)
       does (config.json, every shard present and as long as its header says, the sha256 manifest);
       the result, C(problems) included, is returned as C(weights). A hub id is not checked.
     type: dict
@@ -62,12 +64,12 @@ options:
       only (a second read, such as the proof after a reboot, leaves the host's plan alone).
     type: bool
     default: true
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Plan the host's changes
-  infertune_plan:
+  infertune.fleet.infertune_plan:
     knobs: "{{ infertune_selected_knobs }}"
     reboot_strategy: when_needed
 """

@@ -38,12 +38,12 @@ options:
         description: Show the content in diff mode; false shows the sizes only (shipped code).
         type: bool
         default: true
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Install the launch script and its unit
-  install_files:
+  infertune.fleet.install_files:
     files:
       - path: /usr/local/sbin/sglang-launch
         content: "{{ lookup('ansible.builtin.template', 'sglang-launch.sh.j2') }}"

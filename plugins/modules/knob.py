@@ -34,12 +34,12 @@ options:
     description: Its arguments.
     type: dict
     default: {}
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: PCIe MaxReadReq 4096 on every NVIDIA GPU endpoint
-  knob:
+  infertune.fleet.knob:
     name: pcie_mrrs
     module: pcie_mrrs
     args: {value: 4096, vendor: "0x10de", classes: ["0x0300", "0x0302"]}

@@ -34,17 +34,17 @@ options:
   host:
     description: Name of the host in messages; the role passes the inventory name.
     type: str
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Check the model before the host is drained
-  model_weights:
+  infertune.fleet.model_weights:
     path: "{{ sglang_model_path }}"
     host: "{{ inventory_hostname }}"
 
 - name: Read config.json and the tensor list for the decode floor
-  model_weights:
+  infertune.fleet.model_weights:
     path: "{{ sglang_model_path }}"
     tensors: true
   register: weights

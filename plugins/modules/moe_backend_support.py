@@ -68,12 +68,12 @@ options:
     description: Name of the host in messages; the role passes the inventory name.
     type: str
 author:
-  - infertune
+  - infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Judge the MoE runner backend on this host
-  moe_backend_support:
+  infertune.fleet.moe_backend_support:
     venv: /opt/sglang/venv
     backend: flashinfer_cutlass
     quantization: modelopt_fp4
@@ -84,7 +84,7 @@ EXAMPLES = r"""
   register: support
 
 - name: Validate a command line with the installed sglang
-  moe_backend_support:
+  infertune.fleet.moe_backend_support:
     argv: [--model-path, /models/GLM-5-NVFP4, --tp-size, "8"]
 """
 

@@ -28,12 +28,12 @@ options:
   host:
     description: Name of the host in messages; the role passes the inventory name.
     type: str
-author: infertune
+author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
 - name: Prove the NVIDIA module will load on the target kernel
-  nvidia_kernel_modules:
+  infertune.fleet.nvidia_kernel_modules:
     release: "{{ kernel_release }}"
     host: "{{ inventory_hostname }}"
 """

@@ -93,7 +93,7 @@ def test_script_passes_bash_n_and_hostile_values_arrive_as_single_arguments(tmp_
         sglang_python=str(python)))
     (tmp_path / "check.sh").write_text(script)
     subprocess.run(["bash", "-n", str(tmp_path / "check.sh")], check=True)
-    assert script.startswith("#!/bin/bash\n") and "set -euo pipefail" in script
+    assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
 
     launch(tmp_path, script)
     received = json.loads(record.read_text())

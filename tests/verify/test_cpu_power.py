@@ -79,7 +79,7 @@ def idle_states(output):
     """{(cpu, state): {'name': .., 'latency': .., 'disable': ..}} from grep -H output."""
     states = {}
     for path, value in grep_files(output).items():
-        cpu, _, state, field = path.split("/")
+        cpu, cpuidle, state, field = path.split("/")
         states.setdefault((cpu, state), {})[field] = value
     return states
 
@@ -88,7 +88,7 @@ def cstate_offenders(states, limit):
     """{'C1 (exit latency 1 us) disabled': [cpus]}: states not as the cpuidle knob leaves them,
     judged by its own rule (a shallow state left disabled is as wrong as a deep one enabled)."""
     offenders = {}
-    for (cpu, _), state in states.items():
+    for (cpu, name), state in states.items():
         latency = int(state["latency"]) if state.get("latency", "").isdigit() else None
         want = wanted_disable({"name": state["name"], "latency": latency}, limit)
         if state.get("disable") != str(want):

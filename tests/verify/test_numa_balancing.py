@@ -14,7 +14,7 @@ def boot_settings(grep_output):
     """[(file, value)] in the order systemd-sysctl applies them (the last one wins)."""
     by_name = {}
     for line in grep_output.splitlines():
-        path, _, assignment = line.partition(":")
+        path, sep, assignment = line.partition(":")
         key, sep, value = assignment.partition("=")
         if not sep or key.strip() not in KEYS:
             continue  # comments and other keys
@@ -23,7 +23,7 @@ def boot_settings(grep_output):
         rank = SYSCTL_DIRS.index(directory) if directory in SYSCTL_DIRS else len(SYSCTL_DIRS)
         if base not in by_name or rank < by_name[base][0]:
             by_name[base] = (rank, path, value.strip())
-    return [(path, value) for _, (_, path, value) in sorted(by_name.items())]
+    return [(path, value) for base, (rank, path, value) in sorted(by_name.items())]
 
 
 def test_numa_balancing(name, sh, want):

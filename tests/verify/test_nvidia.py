@@ -23,7 +23,7 @@ def options_in(text):
         words = shlex.split(line, comments=True)
         if len(words) > 2 and words[0] == "options":
             for assignment in words[2:]:
-                param, _, value = assignment.partition("=")
+                param, sep, value = assignment.partition("=")
                 found.setdefault(words[1], {})[param] = value
     return found
 
@@ -73,7 +73,7 @@ def reading(sh):
 @pytest.fixture(scope="module")
 def gpus(reading):
     """([(index, bus id, compute capability)], [lines nvidia-smi printed otherwise])."""
-    _, rows, other = reading
+    state, rows, other = reading
     return [row[:3] for row in rows], other
 
 
@@ -103,7 +103,7 @@ def test_nvidia_persistence(name, reading, want):
                        "nvidia_persistence_enabled and gpu_gate_require_persistence are false")
     state, rows, other = reading
     modes = {}
-    for index, _, _, mode in rows:
+    for index, bus_id, capability, mode in rows:
         modes.setdefault(mode, []).append(index)
     problems = []
     unit = {k: v for k, v in state.items() if k in ("LoadState", "UnitFileState", "ActiveState")}

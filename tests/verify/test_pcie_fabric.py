@@ -57,7 +57,7 @@ def test_pcie_p2p(name, p2p, want):
         not_applicable(name, "P2P matrix", "pcie_acs_clear_redirect is false")
     bad = []
     for mode, text in zip(("read", "write"), p2p):
-        body, _, rc = text.rstrip().rpartition("rc=")
+        body, sep, rc = text.rstrip().rpartition("rc=")
         if rc.strip() == "127":
             not_applicable(name, "P2P matrix", "nvidia-smi is not installed")
         if rc.strip() != "0":

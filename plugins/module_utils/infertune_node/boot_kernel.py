@@ -35,14 +35,14 @@ def default_release(root, run):
     run(argv) -> (rc, stdout, stderr) reads proxmox-boot-tool's pin on a Proxmox host.
     """
     if root in ("/", "") and shutil.which("proxmox-boot-tool"):
-        rc, out, _ = run(["proxmox-boot-tool", "kernel", "list"])
+        rc, out, err = run(["proxmox-boot-tool", "kernel", "list"])
         pinned = pinned_kernel(out) if rc == 0 else None
         if pinned:
             return {"release": pinned, "entry": "pinned " + pinned, "loader": "proxmox-boot-tool"}
     entry = grubcfg.default_entry(_read(root, GRUB_CFG), grubcfg.read_env(root))
     if entry is None:
         return {"release": None, "entry": None, "loader": "grub"}
-    spec = ">".join(ident for _, _, ident in entry["trail"])
+    spec = ">".join(step[2] for step in entry["trail"])
     return {"release": _release_of(entry["linux"]), "entry": spec, "loader": "grub"}
 
 

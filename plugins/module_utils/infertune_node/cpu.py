@@ -18,7 +18,7 @@ def cpuinfo(root):
                 blocks.append(current)
             current = {}
             continue
-        key, _, value = line.partition(":")
+        key, sep, value = line.partition(":")
         current[key.strip()] = value.strip()
     if current:
         blocks.append(current)

@@ -23,9 +23,9 @@ def run(argv):
 
 
 class Gate:
-    def __init__(self, check_mode=False, runner=run):
+    def __init__(self, check_mode=False, runner=None):
         self.check_mode = check_mode
-        self.runner = runner
+        self.runner = runner or run
         self.actions = []
 
     def write_sysfs(self, path, value):

@@ -42,7 +42,7 @@ class NvmlUnavailable(GpuQueryError):
 def smi_argv(nvidia_smi="nvidia-smi"):
     return [
         nvidia_smi,
-        "--query-gpu=" + ",".join(field for _, field in SMI_FIELDS),
+        "--query-gpu=" + ",".join(field for key, field in SMI_FIELDS),
         "--format=csv,noheader,nounits",
     ]
 
@@ -76,7 +76,7 @@ def parse_smi_csv(text):
                 "nvidia-smi printed %d fields where %d were asked for: %r" % (len(values), len(SMI_FIELDS), line)
             )
         gpu = {}
-        for (key, _), value in zip(SMI_FIELDS, values):
+        for (key, field), value in zip(SMI_FIELDS, values):
             if value in SMI_NOT_AVAILABLE:
                 gpu[key] = None
             elif key in INT_KEYS:

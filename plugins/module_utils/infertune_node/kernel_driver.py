@@ -34,7 +34,7 @@ def parse_dkms_status(text):
 def module_files(root, release):
     """Paths of the core NVIDIA module under /lib/modules/RELEASE (build/ and source/ links not followed)."""
     found = []
-    for directory, _, files in os.walk(sysfs.path(root, "/lib/modules/%s" % release)):
+    for directory, subdirs, files in os.walk(sysfs.path(root, "/lib/modules/%s" % release)):
         found += [os.path.join(directory, name) for name in files if CORE_MODULE.match(name)]
     return sorted("/" + os.path.relpath(path, root) for path in found)
 
@@ -45,14 +45,14 @@ def headers_package(release):
 
 def dkms_status(run):
     """`dkms status` output; empty where dkms is not installed (run returns rc 127)."""
-    rc, out, _ = run(["dkms", "status"])
+    rc, out, err = run(["dkms", "status"])
     return "" if rc == 127 else out
 
 
 def owning_package(run, path):
     """The package that owns PATH per dpkg (tried as /lib and as merged /usr/lib), or None."""
     for candidate in (path, "/usr" + path):
-        rc, out, _ = run(["dpkg-query", "-S", candidate])
+        rc, out, err = run(["dpkg-query", "-S", candidate])
         if rc == 0 and ": " in out:
             return out.splitlines()[0].split(": ", 1)[0].split(":")[0]
     return None

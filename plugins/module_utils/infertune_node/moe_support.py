@@ -63,7 +63,7 @@ def dist_version(sites, dist):
     wanted = re.sub(r"[-_.]+", "_", dist).lower()
     for site in sites:
         for info in glob.glob(os.path.join(site, "*.dist-info")):
-            name, _, version = os.path.basename(info)[: -len(".dist-info")].rpartition("-")
+            name, sep, version = os.path.basename(info)[: -len(".dist-info")].rpartition("-")
             if re.sub(r"[-_.]+", "_", name).lower() == wanted:
                 return version
     return None
@@ -203,7 +203,7 @@ def kernel_ccs(flashinfer_dir, kernel):
     {"kind": "compiled", "majors", "enforced": True}: the majors a JIT module is compiled for.
     Raises LookupError when the file or the definition is absent from this FlashInfer.
     """
-    relpath, _, qualname = kernel.partition(":")
+    relpath, sep, qualname = kernel.partition(":")
     path = os.path.join(flashinfer_dir, relpath)
     if not os.path.isfile(path):
         raise LookupError("%s is not in this FlashInfer" % relpath)

@@ -61,7 +61,7 @@ def distribution(root):
 
 def suggested_kernel(root, candidate):
     """(package, release) of the newest kernel the distribution's metapackage installs, or None."""
-    ident, version, _ = distribution(root)
+    ident, version, pretty = distribution(root)
     for meta in KERNEL_META.get(ident, []):
         name, seen = meta.format(version=version), set()
         while name and name not in seen:
@@ -75,7 +75,7 @@ def suggested_kernel(root, candidate):
 
 
 def _unavailable(root, name, candidate, variables):
-    _, _, pretty = distribution(root)
+    ident, version, pretty = distribution(root)
     msg = "no package %s is available from this host's apt sources (%s)" % (name, pretty)
     if not variables:
         return msg + "; fix: add the source that has it, or run apt-get update if it was just added"

@@ -196,13 +196,13 @@ def check(root, vendor, classes, gates, nvidia_smi="nvidia-smi", runner=run, mem
               "aer": {bdf: c for bdf, c in aer.items() if c}, "not_applicable": {}}
     if gpus and ("bar1" in gates or "p2p" in gates):
         memory = memory or gpu_memory(nvidia_smi, runner)
-        result["memory_mib"] = {bdf: mib for bdf, (_, mib) in memory.items()}
+        result["memory_mib"] = {bdf: mib for bdf, (index, mib) in memory.items()}
         if "bar1" in gates:
             failures += ["bar1: %s BAR1 is %d MiB, smaller than its %d MiB of memory: enable Resizable BAR and "
                          "Above 4G Decoding in the BIOS" % (bdf, bar1[bdf], memory[bdf][1])
                          for bdf in gpus if bdf in memory and bar1[bdf] < memory[bdf][1]]
         if "p2p" in gates:
-            names = {index: "GPU%d (%s)" % (index, bdf) for bdf, (index, _) in memory.items()}
+            names = {index: "GPU%d (%s)" % (index, bdf) for bdf, (index, mib) in memory.items()}
             p2p, result["p2p"] = p2p_failures(nvidia_smi, runner, names)
             failures += p2p
     result["failures"] = failures

@@ -5,8 +5,8 @@ Four kinds, each returned with the file and line it was read from:
   partial(_check_cuda_device_version, device_capability_majors=[10], ...)` in srt/utils/common.py);
 - each quantization method's minimum capability (`get_min_capability()` of the class that
   srt/layers/quantization/__init__.py registers; the model loader raises below it);
-- the quantizations each MoE runner backend accepts (`if ...moe_runner_backend == "X":
-  assert ...quantization in [...]`);
+- the quantizations each MoE runner backend accepts (the `assert ...quantization in [...]` under
+  `if ...moe_runner_backend == "X":`);
 - the `auto` resolutions that depend only on quantization and architecture
   (`if ...moe_runner_backend == "auto" and ...quantization == "Q" and is_sm120_supported(): ... = "B"`).
 - the backends a quantization's MoE method builds a runner for, where its `create_moe_runner`

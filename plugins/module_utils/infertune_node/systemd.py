@@ -21,7 +21,7 @@ TRUE = ("1", "yes", "true", "on")
 
 def _fragment(root, unit, gate):
     """[(key, value)] of the unit file the package ships (drop-ins left out), [] when none."""
-    rc, out, _ = gate.runner(["systemctl", "show", "--property=FragmentPath", "--value", "--", unit])
+    rc, out, err = gate.runner(["systemctl", "show", "--property=FragmentPath", "--value", "--", unit])
     path = out.strip() if rc == 0 else ""
     if not path:
         return []
@@ -45,9 +45,9 @@ def vendor_dropin(root, unit, drop_exec_args, gate):
     stop_when_unneeded = any(k == "StopWhenUnneeded" and v.lower() in TRUE for k, v in fragment)
     if kept == starts and not stop_when_unneeded:
         return None
-    lines = ["# managed by infertune: %s as its package ships it, but %s" % (
-        unit, " and ".join(why for why, cond in (("kept running", stop_when_unneeded),
-                                                  ("without " + " ".join(drop_exec_args), kept != starts)) if cond))]
+    reasons = (("kept running", stop_when_unneeded), ("without " + " ".join(drop_exec_args), kept != starts))
+    lines = ["# managed by infertune: %s as its package ships it, but %s"
+             % (unit, " and ".join(why for why, cond in reasons if cond))]
     if stop_when_unneeded:
         lines += ["[Unit]", "StopWhenUnneeded=no"]
     if kept != starts:
@@ -57,7 +57,7 @@ def vendor_dropin(root, unit, drop_exec_args, gate):
 
 def _state(gate, verb, unit):
     # Read-only queries run in check mode too; an unknown unit answers non-zero with a word.
-    rc, out, _ = gate.runner(["systemctl", verb, unit])
+    rc, out, err = gate.runner(["systemctl", verb, unit])
     return out.strip() or ("unknown" if rc else "")
 
 
@@ -68,7 +68,7 @@ def unit_states(units, runner):
     if not units:
         return {}
     gate = Gate(check_mode=True, runner=runner)
-    rc, out, _ = gate.runner(["systemctl", "show", "--property=LoadState,UnitFileState,ActiveState", "--"] + units)
+    rc, out, err = gate.runner(["systemctl", "show", "--property=LoadState,UnitFileState,ActiveState", "--"] + units)
     blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
               for block in out.strip().split("\n\n")] if rc == 0 else []
     if len(blocks) != len(units):
