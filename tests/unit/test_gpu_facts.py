@@ -1,5 +1,4 @@
 """GPU facts and gate: real nvidia-smi/NVML output captured on an H200, and 8x RTX PRO 6000 (SM120) output."""
-import importlib.util
 import json
 import hashlib
 import os
@@ -7,7 +6,6 @@ import stat
 from types import SimpleNamespace
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cuda_driver import CUDA_MIN_DRIVER, driver_floor, torch_build
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import (
@@ -21,6 +19,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu
     smi_argv,
 )
 from fakehost import REPO
+from moduleharness import run_module
 
 FIXTURES = REPO / "tests" / "fixtures" / "gpu"
 H200_CSV = (FIXTURES / "h200-nvidia-smi.csv").read_text()
@@ -194,20 +193,6 @@ def test_nvml_driver_not_loaded_is_named():
 def test_nvml_without_its_library_lets_the_module_fall_back():
     with pytest.raises(NvmlUnavailable):
         query_nvml(FakeNvml([], init_error="NVML Shared Library Not Found"))
-
-
-def load_module(name):
-    spec = importlib.util.spec_from_file_location(name, REPO / "plugins" / "modules" / (name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def run_module(name, args, capsys):
-    module = load_module(name)
-    with patch_module_args(args), pytest.raises(SystemExit) as exit_info:
-        module.main()
-    return exit_info.value.code, json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gat
 import pytest
 
 from fakehost import snapshot
+from moduleharness import run_module
 
 SCRIPT = {"path": "/usr/local/sbin/tool", "content": "#!/bin/bash\necho ok\n", "mode": "0755",
           "validate": "bash -n %s"}
@@ -67,3 +68,28 @@ def test_check_mode_validates_without_creating_any_file(tmp_path, monkeypatch):
 def test_validation_leaves_nothing_in_the_target_directory(tmp_path):
     install(str(tmp_path), [SCRIPT], Gate())
     assert sorted(p.name for p in (tmp_path / "usr/local/sbin").iterdir()) == ["tool"]
+
+
+def test_module_installs_then_changes_nothing(tmp_path, capsys):
+    tool, conf = tmp_path / "sbin" / "tool", tmp_path / "etc" / "runtime.json"
+    files = [dict(SCRIPT, path=str(tool)), {"path": str(conf), "content": "{}\n", "diff": False}]
+    rc, result = run_module("install_files", {"files": files, "_ansible_diff": True}, capsys)
+    assert rc == 0 and result["changed"] and result["files"] == [str(tool), str(conf)]
+    assert tool.read_text() == SCRIPT["content"] and oct(tool.stat().st_mode & 0o777) == "0o755"
+    assert oct(conf.stat().st_mode & 0o777) == "0o644"
+    # Content in the diff where asked, sizes only where not.
+    assert [d["after"] for d in result["diff"]] == [SCRIPT["content"], "(3 bytes)\n"]
+    rc, again = run_module("install_files", {"files": files}, capsys)
+    assert rc == 0 and again["changed"] is False and again["files"] == [] and "diff" not in again
+
+
+def test_module_check_mode_writes_nothing_and_a_failed_validation_fails_the_task(tmp_path, capsys):
+    tool = tmp_path / "sbin" / "tool"
+    rc, result = run_module("install_files", {"files": [dict(SCRIPT, path=str(tool))], "_ansible_check_mode": True},
+                            capsys)
+    assert rc == 0 and result["changed"] and result["files"] == [str(tool)] and not tool.parent.exists()
+    run_module("install_files", {"files": [dict(SCRIPT, path=str(tool))]}, capsys)
+    rc, result = run_module("install_files", {"files": [dict(SCRIPT, path=str(tool), content="#!/bin/bash\nif then\n")]},
+                            capsys)
+    assert rc == 1 and result["failed"] and "bash -n" in result["msg"]
+    assert tool.read_text() == SCRIPT["content"]

@@ -21,7 +21,8 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe
     site_dirs,
 )
 from fakehost import REPO
-from test_gpu_facts import H200_CSV, SM120_CSV, run_module
+from moduleharness import run_module
+from test_gpu_facts import H200_CSV, SM120_CSV
 
 SOURCES = REPO / "tests" / "fixtures" / "moe_sources"
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "sglang" / "vars" / "main.yml").read_text())

@@ -1,5 +1,9 @@
 """infertune.report: JUnit + host results (infertune_results) -> fleet.md / fleet.json."""
+import importlib.util
 import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
 
 from infertune import report
 
@@ -301,3 +305,24 @@ def test_an_earlier_report_is_marked_not_current_at_a_run_start(tmp_path):
     report.write(tmp_path, ["gpu-01"])
     assert "Not current" not in (tmp_path / "fleet.md").read_text()
     assert "not_current" not in json.loads((tmp_path / "fleet.json").read_text())
+
+
+def test_the_start_action_marks_the_earlier_report_and_says_when_this_run_started(tmp_path, monkeypatch):
+    """plugins/action/infertune_report_start.py, as the report role's start task runs it."""
+    spec = importlib.util.spec_from_file_location(
+        "infertune_report_start_action", Path(__file__).resolve().parents[2] / "plugins" / "action" /
+        "infertune_report_start.py")
+    action = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(action)
+    monkeypatch.setattr(action.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._task = SimpleNamespace(args={"dir": str(tmp_path), "hosts": ["gpu-01", "gpu-02"]})
+    first = plugin.run(task_vars={})
+    assert first["marked"] is False and first["changed"] is False
+    assert (first["dir"], first["hosts"]) == (str(tmp_path), ["gpu-01", "gpu-02"])
+    report.write(tmp_path, ["gpu-01"])
+    second = plugin.run(task_vars={})
+    started = datetime.fromisoformat(second["started"])
+    assert second["marked"] is True and started.utcoffset() == timedelta(0)
+    assert (tmp_path / "fleet.md").read_text().startswith(
+        "> ⚠️ **Not current.** This report is from an earlier run. A run started %s" % second["started"])

@@ -66,3 +66,34 @@ def test_renders_what_the_builtin_lookup_renders(tmp_path):
     assert "b=two words\n" in rendered["ours"] and "extra: x y\n" in rendered["ours"]
     assert "probe.j2" in rendered["ours"]
     assert (tmp_path / "out.json.other").read_text() == rendered["ours"]
+
+
+SHADOW_PLAY = """- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Render the collection's logrotate file by role
+      ansible.builtin.copy:
+        dest: "{{ out }}"
+        content: "{{ lookup('infertune.fleet.infertune_template', 'sglang.logrotate.j2', role='sglang') }}"
+        mode: "0644"
+"""
+
+
+def test_role_finds_the_collections_own_role_before_one_of_the_same_name_on_the_roles_path(tmp_path):
+    """A site's own `sglang` role earlier on the roles path must not replace the unit files the
+    collection's sglang role renders (the plan compares them with what that role wrote)."""
+    shadow = tmp_path / "roles" / "sglang" / "templates"
+    shadow.mkdir(parents=True)
+    (shadow / "sglang.logrotate.j2").write_text("impostor: another sglang role's template\n")
+    (tmp_path / "play.yml").write_text(SHADOW_PLAY)
+    out = tmp_path / "out.txt"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_ROLES_PATH=str(tmp_path / "roles"))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
+                           "-i", "localhost,", "-c", "local", "-e", f"out={out}",
+                           "-e", f"ansible_python_interpreter={sys.executable}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rendered = out.read_text()
+    assert "impostor" not in rendered
+    assert rendered.endswith((REPO / "roles" / "sglang" / "templates" / "sglang.logrotate.j2").read_text()
+                             .split("\n", 1)[1])
