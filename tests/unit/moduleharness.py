@@ -9,6 +9,7 @@ import json
 from unittest import mock
 
 import pytest
+from ansible.module_utils import _internal
 from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.testing import patch_module_args
 
@@ -20,8 +21,10 @@ def run_module(name, args, capsys, path=None):
     spec = importlib.util.spec_from_file_location(name, path or REPO / "plugins" / "modules" / (name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    # On a host each module runs in a process of its own: no warning or deprecation of an earlier run.
-    with mock.patch.dict(module_warnings._global_warnings, clear=True), \
+    # On a host each module runs in a process of its own: no warning or deprecation of an earlier run,
+    # and no controller (once a test has loaded Ansible's controller side, warnings go to its display).
+    with mock.patch.object(_internal, "is_controller", False), \
+            mock.patch.dict(module_warnings._global_warnings, clear=True), \
             mock.patch.dict(module_warnings._global_deprecations, clear=True), \
             patch_module_args(args), pytest.raises(SystemExit) as exit_info:
         module.main()

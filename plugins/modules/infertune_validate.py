@@ -1,0 +1,48 @@
+"""infertune_validate: the documentation of the action plugin plugins/action/infertune_validate.py, which runs on the
+controller (ansible-doc reads it here)."""
+
+DOCUMENTATION = r"""
+module: infertune_validate
+short_description: Check every infertune variable on the controller before any change
+description:
+  - Reads the variables the host sees, templates the ones the roles declare (their
+    C(meta/argument_specs.yml)) and checks each against its rule, as Ansible gets it from C(-e) too
+    (strings for integers and booleans).
+  - "Fails with one line per problem, naming the host, the variable and the rule, for example
+    C(host gpu-07: gpu_gate_expected_count: must be 1-1024, got -1). A secret's value is never shown."
+  - Also fails when the host is the control node itself, unless C(infertune_allow_control_node) is true.
+  - Runs on the control node only, with no connection to the host.
+options:
+  roles:
+    description: The roles (and C(rollout)) whose variables are checked; by default all of them.
+    type: list
+    elements: str
+  unknown:
+    description: Report variables that carry one of those roles' prefixes but that no role declares,
+      with the closest declared name.
+    type: bool
+    default: true
+author: infertune developers (@infertune)
+"""
+
+EXAMPLES = r"""
+- name: Check every infertune variable
+  infertune.fleet.infertune_validate:
+  any_errors_fatal: true
+
+- name: Check the sglang role's variables only
+  infertune.fleet.infertune_validate:
+    roles: [sglang]
+"""
+
+RETURN = r"""
+msg:
+  description: One line per problem when one was found, otherwise how many variables were checked.
+  returned: always
+  type: str
+checked:
+  description: The declared variables that were set and checked.
+  returned: success
+  type: list
+  elements: str
+"""

@@ -1,0 +1,86 @@
+"""infertune_verify: the documentation of the action plugin plugins/action/infertune_verify.py, which runs on the
+controller (ansible-doc reads it here)."""
+
+DOCUMENTATION = r"""
+module: infertune_verify
+short_description: Verify the run's hosts with the collection's testinfra suite and write the fleet report
+description:
+  - Runs on the control node only (C(run_once)). Runs the verification suite the collection ships
+    (C(tests/verify), one pytest-testinfra run for every host to verify) and writes C(fleet.json) and
+    C(fleet.md) in O(dir).
+  - A host is verified when it is in the play, did not fail and was not left out by a stopped rollout;
+    it is checked against the values it was tuned to (its variables among O(expected)) and reached with
+    its O(connection) variables, none when it has one of O(secrets), which are never handed over.
+  - Fails when the verification itself broke, not when a knob is off (the report says so).
+options:
+  dir:
+    description: The reports directory.
+    type: path
+    required: true
+  hosts:
+    description: Every host of the run.
+    type: list
+    elements: str
+    required: true
+  fleet:
+    description: Every host of the inventory group, for the targets file.
+    type: list
+    elements: str
+    required: true
+  tests:
+    description: The verification tests to run; empty runs them all.
+    type: list
+    elements: str
+    default: []
+  expected:
+    description: Names of the variables whose values the hosts are verified against.
+    type: list
+    elements: str
+    required: true
+  connection:
+    description: Names of the connection variables handed to testinfra.
+    type: list
+    elements: str
+    required: true
+  secrets:
+    description: Names of variables (a password, for instance) whose presence keeps a host's connection
+      variables from being handed over; testinfra then reads the inventory itself.
+    type: list
+    elements: str
+    required: true
+author: infertune developers (@infertune)
+"""
+
+EXAMPLES = r"""
+- name: Verify every host and write the fleet report
+  infertune.fleet.infertune_verify:
+    dir: reports
+    hosts: "{{ ansible_play_hosts_all }}"
+    fleet: "{{ groups['gpu_nodes'] }}"
+    tests: []
+    expected: [cpufreq_governor, numa_balancing_mode]
+    connection: [ansible_host, ansible_port, ansible_user]
+    secrets: [ansible_password, ansible_ssh_pass]
+  run_once: true
+"""
+
+RETURN = r"""
+rc:
+  description: The verification's exit code.
+  returned: always
+  type: int
+stdout:
+  description: The verification's output.
+  returned: always
+  type: str
+stdout_lines:
+  description: The verification's output, line by line.
+  returned: always
+  type: list
+  elements: str
+hosts:
+  description: Per host, its C(result) (pass, fail, not verified) and C(off), the details of its checks that
+    failed or broke.
+  returned: success
+  type: dict
+"""
