@@ -31,6 +31,8 @@ CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # (the reason says which fallback, if any).
 EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")),
          ("fabric", "PCIe fabric", ("pcie_links", "pcie_bar1")), ("backend", "MoE backend", ()))
+# The set_stats key of a run's summary: this prefix, then the AWX job or a run id.
+SUMMARY_PREFIX = "infertune_summary_"
 
 
 def knobs(catalog=CATALOG):
@@ -293,6 +295,43 @@ def build(fragments, verified, hosts=None, run=None):
     return report
 
 
+def run_summary(report, run):
+    """What the next node of an AWX workflow needs of this run (set_stats: reports written inside
+    an execution environment are gone with it): verdict counts, each failed host with its stage
+    and reason, each host not verified with the reason, the knobs still pending per host (every
+    planned change under --check; those a host did not reach otherwise), the hosts drained and
+    rebooted. Host and knob names, stages and the report's reasons only: no variable's value."""
+    hosts = report["hosts"]
+    names = [key for key, _, _ in knobs() if key not in {extra[0] for extra in EXTRA}]
+    pending = {}
+    for host, entry in sorted(run.items()):
+        results, check_mode = entry.get("results") or {}, bool(entry.get("check_mode"))
+        waiting = [k for k in names if isinstance(results.get(k), dict) and results[k].get("changed")
+                   and not (results[k].get("applied") and not check_mode)]
+        if waiting:
+            pending[host] = waiting
+    done = {word: sorted(h for h, e in hosts.items() if (e["rollout"] or {}).get(word)) for word in ("drained", "rebooted")}
+    return {
+        "check_mode": any(bool(entry.get("check_mode")) for entry in run.values()),
+        "hosts": len(hosts),
+        "verdicts": {key.replace(" ", "_"): report["summary"].get(key, 0) for key in ("pass", "fail", "not verified")},
+        "failed": {h: {"stage": (e["rollout"] or {}).get("stage", "verify"), "reason": e["reason"]}
+                   for h, e in hosts.items() if e["result"] == "fail"},
+        "not_verified": {h: e["reason"] for h, e in hosts.items() if e["result"] == "not verified"},
+        "pending": pending,
+        **done,
+    }
+
+
+def summary_key(awx_job_id=None, now=None):
+    """The summary's set_stats key, unique to the run: AWX merges the artifacts of a sliced job's
+    slices, and of a workflow's converging branches, into one mapping, in no defined order."""
+    if awx_job_id not in (None, ""):
+        return SUMMARY_PREFIX + "awx_" + re.sub(r"\W", "_", str(awx_job_id))
+    now = now or datetime.now(timezone.utc)
+    return f"{SUMMARY_PREFIX}run_{now:%Y%m%dT%H%M%SZ}_{os.urandom(3).hex()}"
+
+
 def counts(summary):
     """'3 pass, 2 fail (gpu-03 in stage plan, gpu-05 in stage runtime), 3 not verified'."""
     failed = summary.get("failed") or {}
@@ -414,6 +453,7 @@ def write(directory, hosts=None, run=None, verified=True):
     directory.mkdir(parents=True, exist_ok=True)
     junit = read_junit(sorted((directory / "verify").glob("*.xml"))) if verified else {}
     report = build(read_fragments(directory / "hosts"), junit, hosts, run)
+    report["run_summary"] = run_summary(report, run or {})
     (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
     (directory / "fleet.md").write_text(markdown(report))
     return f"{directory / 'fleet.md'}: {report['summary']['hosts']} hosts, {counts(report['summary'])}"

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from . import COLLECTION
+from .report import SUMMARY_PREFIX
 
 PROJECT = COLLECTION
 HIDDEN = "<hidden>"
@@ -386,10 +387,12 @@ def batch():
     return Rule(doc, check)
 
 
-def count_or_percent():
+def count_or_percent(allow_empty=False):
     doc = 'a count >= 0 or a percentage "N%" with 0 <= N <= 100'
 
     def check(value, emit):
+        if allow_empty and isinstance(value, str) and value.strip() == "":
+            return
         if _ok_int(value):
             if value < 0:
                 emit("must be " + doc)
@@ -400,8 +403,8 @@ def count_or_percent():
             match = re.fullmatch(r"(\d{1,3})%", value)
             if match and int(match.group(1)) <= 100:
                 return
-        emit("must be " + doc)
-    return Rule(doc, check)
+        emit("must be " + doc + (" or empty" if allow_empty else ""))
+    return Rule(("empty, or " if allow_empty else "") + doc, check)
 
 
 def hook_command():
@@ -510,11 +513,14 @@ RULES = {
     "benchmark_all_reduce_path": [pattern(_TOOL, _TOOL_DOC)],
     "benchmark_all_reduce_args": [each(pattern(r"[A-Za-z0-9._=:,+/-]+", "an argument [A-Za-z0-9._=:,+/-]"))],
     "benchmark_gpu": [pattern(r"[A-Za-z0-9 ._()/+-]*", "a GPU key or name [A-Za-z0-9 ._()/+-]", allow_empty=True)],
+    # infertune
+    "infertune_fleet_size": [number_range(0, 1_000_000)],
     # rollout (playbooks/vars/rollout.yml)
     "rollout_canary_count": [number_range(1, 100_000)],
     "rollout_batches": [non_empty(), each(batch())],
     "rollout_max_failures": [count_or_percent()],
     "rollout_connect_timeout": [number_range(1, _SECONDS_DAY, " s")],
+    "rollout_slice_max_failures": [count_or_percent(allow_empty=True)],
 }
 
 # The rollout shape is no role: declared here, in argument_specs form, until it has a spec file
@@ -543,6 +549,13 @@ ROLLOUT_SPEC = {
         "rollout_allow_single_batch": {
             "type": "bool", "default": False,
             "description": 'Allow a batch of the whole fleet ("100%"); refused otherwise.',
+        },
+        "rollout_slice_max_failures": {
+            "type": "raw", "default": "",
+            "description": "Failures each slice of a sliced apply may have (AWX job slicing: the inventory's gpu_nodes"
+                           " holds fewer hosts than infertune_fleet_size), replacing rollout_max_failures there;"
+                           " empty refuses an apply on a slice. Every slice runs its own canary at the same time and"
+                           " the fleet may lose this many hosts per slice (docs/awx.md).",
         },
     },
 }
@@ -584,6 +597,10 @@ def _cross_checks(values, add):
             for name in env:
                 if name in secret:
                     add(variable, "also set in sglang_secret_environment", variable, name)
+    budget = values.get("rollout_slice_max_failures")
+    if isinstance(budget, (str, int)) and str(budget).strip() != "" and values.get("infertune_fleet_size") == 0:
+        add("rollout_slice_max_failures", "needs infertune_fleet_size (the hosts of the whole fleet's gpu_nodes),"
+            " which tells a slice from the fleet", "rollout_slice_max_failures", budget)
     batches = values.get("rollout_batches")
     if isinstance(batches, (list, tuple)) and values.get("rollout_allow_single_batch") is not True:
         for index, item in enumerate(batches):
@@ -960,13 +977,15 @@ def _check_one(name, option, raw, found):
 
 
 def unknown_variables(variables, roles=None, root=str(PROJECT)):
-    """Variables with one of our prefixes that no role declares, with the closest declared name."""
+    """Variables with one of our prefixes that no role declares, with the closest declared name.
+    An earlier run's summary (an AWX workflow passes it to the next node as an extra variable) is
+    none of them."""
     known = declared(root)
     internal = internal_names(root)
     marks = prefixes(roles, root)
     problems = []
     for name in sorted(n for n in variables if isinstance(n, str)):
-        if name in known or name in internal or not name.startswith(marks):
+        if name in known or name in internal or not name.startswith(marks) or name.startswith(SUMMARY_PREFIX):
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
         hint = "; did you mean %s?" % close[0] if close else ""

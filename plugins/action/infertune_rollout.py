@@ -9,7 +9,10 @@ and the reason to stop (a canary host did not converge, or more failures than al
 every host the stop leaves out.
 
 Options: hosts (every host of the run, within --limit, in inventory order), planned (hosts
-that passed their plan), canary_count, max_failures (a count or "N%" of hosts). Returns
+that passed their plan), canary_count, max_failures (a count or "N%" of hosts), and
+slice_max_failures and fleet_size: on a slice of the fleet (AWX job slicing, the inventory's
+gpu_nodes fewer than fleet_size) a set slice_max_failures replaces max_failures
+(infertune/slicing.py). Returns
 failures (the hosts failed so far; not "failed", which would fail the task), canary, limit,
 stop (the reason; empty to go on), left_out (the hosts a stop leaves out: this batch and
 every later one) and msg.
@@ -19,6 +22,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.infertune.fleet.infertune import slicing
 
 # The fact the rollout play sets on each host that converged.
 CONVERGED = "rollout_converged"
@@ -33,12 +38,13 @@ def failure_limit(max_failures, hosts):
     return int(text)
 
 
-def decide(hosts, planned, play_hosts, batch, converged, canary_count, max_failures):
+def decide(hosts, planned, play_hosts, batch, converged, canary_count, max_failures, budget="rollout_max_failures"):
     """The rollout's decision before `batch` (the hosts of this serial batch).
 
     hosts: every host of the run in order; planned: the hosts that passed their plan;
     play_hosts: the rollout play's hosts in order (passed their plan, changes pending);
-    converged: the rollout's hosts that converged so far."""
+    converged: the rollout's hosts that converged so far; budget: the variable max_failures
+    comes from."""
     start = play_hosts.index(batch[0]) if batch else len(play_hosts)
     earlier, planned, converged = play_hosts[:start], set(planned), set(converged)
     bad = {h for h in hosts if h not in planned} | {h for h in earlier if h not in converged}
@@ -49,7 +55,7 @@ def decide(hosts, planned, play_hosts, batch, converged, canary_count, max_failu
     if bad_canary:
         stop = f"canary host(s) {', '.join(bad_canary)} did not converge"
     elif len(failed) > limit:
-        stop = (f"{len(failed)} host(s) failed ({', '.join(failed)}), more than rollout_max_failures allows"
+        stop = (f"{len(failed)} host(s) failed ({', '.join(failed)}), more than {budget} allows"
                 f" ({limit} of {len(hosts)})")
     else:
         stop = ""
@@ -63,7 +69,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
-    _VALID_ARGS = frozenset(("hosts", "planned", "canary_count", "max_failures"))
+    _VALID_ARGS = frozenset(("hosts", "planned", "canary_count", "max_failures", "slice_max_failures", "fleet_size"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -73,6 +79,9 @@ class ActionModule(ActionBase):
         # Only the hosts of earlier batches can have converged: read no other host's variables.
         earlier = play_hosts[:play_hosts.index(batch[0])] if batch else play_hosts
         converged = [h for h in earlier if hostvars[h].get(CONVERGED)]
+        inventory = len((task_vars.get("groups") or {}).get("gpu_nodes") or [])
+        max_failures, budget = slicing.max_failures(inventory, args.get("fleet_size", 0), args["max_failures"],
+                                                    args.get("slice_max_failures", ""))
         result.update(decide(list(args["hosts"]), list(args["planned"]), play_hosts, batch, converged,
-                             args["canary_count"], args["max_failures"]), changed=False)
+                             args["canary_count"], max_failures, budget), changed=False)
         return result

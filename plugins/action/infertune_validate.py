@@ -9,6 +9,10 @@ Options:
   roles: list of role names (and "rollout") whose variables are checked; default: all of them.
   unknown: report variables that carry one of those roles' prefixes but that no role declares
            (with the closest declared name); default true.
+  rollout: the play's hosts are rolled out next (playbooks/rollout.yml); default false. Then,
+           outside --check, an apply on a slice of the fleet (AWX job slicing) is refused
+           unless rollout_slice_max_failures is set (infertune/slicing.py), with the
+           variables' problems.
 
 Returns changed: false and, when a problem was found, failed: true and msg with one line per
 problem (nothing else, so the failure output stays readable); otherwise msg with the count and
@@ -20,7 +24,7 @@ from __future__ import annotations
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.infertune.fleet.infertune import control_node, validation
+from ansible_collections.infertune.fleet.infertune import control_node, slicing, validation
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
@@ -32,7 +36,7 @@ def _first_line(exc):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("roles", "unknown"))
+    _VALID_ARGS = frozenset(("roles", "unknown", "rollout"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -65,6 +69,9 @@ class ActionModule(ActionBase):
         unknown, error = validation.convert(args.get("unknown", True), "bool")
         if error:
             return ["host %s: infertune_validate: unknown %s" % (host, error)], []
+        rollout, error = validation.convert(self._templar.template(args.get("rollout", False)), "bool")
+        if error:
+            return ["host %s: infertune_validate: rollout %s" % (host, error)], []
 
         declared = validation.declared()
         defaults = validation.role_defaults()
@@ -91,9 +98,20 @@ class ActionModule(ActionBase):
             if isinstance(name, str) and name not in values and name not in declared and name not in facts:
                 values[name] = None
         lines += validation.report(values, host=host, roles=roles, check_unknown=unknown)
+        if rollout and not self._task.check_mode:
+            lines += self._slice(task_vars, values, host)
         lines += self._control_node(task_vars, host)
         checked = sorted(n for n in values if n in declared)
         return lines, checked
+
+    @staticmethod
+    def _slice(task_vars, values, host):
+        """An apply on a slice of the fleet (AWX job slicing) without a per-slice failure budget."""
+        inventory = len((task_vars.get("groups") or {}).get("gpu_nodes") or [])
+        workflow = next((task_vars[n] for n in slicing.WORKFLOW_JOB_ID if task_vars.get(n) not in (None, "")), None)
+        problems = slicing.guard(inventory, values.get(slicing.FLEET_SIZE, 0), values.get(slicing.SLICE_BUDGET, ""),
+                                 None if workflow is None else plain(workflow))
+        return [problem.line(host) for problem in problems]
 
     def _control_node(self, task_vars, host):
         """The machine that runs Ansible is never a target unless infertune_allow_control_node."""

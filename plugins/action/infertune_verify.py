@@ -11,7 +11,9 @@ Options: dir (reports directory), hosts (every host of the run), fleet (every ho
 inventory group, for the targets file), tests (verification tests; empty: all), expected,
 connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
 its result (pass, fail, not verified) and off, the details of its checks that failed or broke;
-fails when the verification itself broke (not when a knob is off: the report says so).
+summary, the run's summary (fleet.json's run_summary) and summary_key, the set_stats key it is
+published under (with awx_job_id under AWX, else a run id); fails when the verification itself
+broke (not when a knob is off: the report says so).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import sys
 from ansible.plugins.action import ActionBase
 
 # The collection root is where `python -m infertune.verify` finds its package.
-from ansible_collections.infertune.fleet.infertune import COLLECTION
+from ansible_collections.infertune.fleet.infertune import COLLECTION, report
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
@@ -48,10 +50,11 @@ def entry(host, facts, play_hosts, options, check_mode):
     }
 
 
-def outcome(report):
+def outcome(host_report):
     """A host's result in the fleet report and the details of its checks that failed or broke."""
-    checks = [c for knob in report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
-    return {"result": report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")]}
+    checks = [c for knob in host_report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
+    return {"result": host_report["result"],
+            "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")]}
 
 
 class ActionModule(ActionBase):
@@ -82,5 +85,8 @@ class ActionModule(ActionBase):
             result["msg"] = (proc.stderr or proc.stdout).strip()[-3000:]
             return result
         with open(os.path.join(options["dir"], "fleet.json")) as handle:
-            result["hosts"] = {host: outcome(report) for host, report in json.load(handle)["hosts"].items()}
+            fleet = json.load(handle)
+        result["hosts"] = {host: outcome(entry) for host, entry in fleet["hosts"].items()}
+        result["summary"] = fleet["run_summary"]
+        result["summary_key"] = report.summary_key(task_vars.get("awx_job_id", task_vars.get("tower_job_id")))
         return result

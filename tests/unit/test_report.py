@@ -326,3 +326,46 @@ def test_the_start_action_marks_the_earlier_report_and_says_when_this_run_starte
     assert second["marked"] is True and started.utcoffset() == timedelta(0)
     assert (tmp_path / "fleet.md").read_text().startswith(
         "> ⚠️ **Not current.** This report is from an earlier run. A run started %s" % second["started"])
+
+def test_the_run_summary_for_awx_names_failures_pending_knobs_drains_and_reboots_and_no_value(tmp_path):
+    write(tmp_path)
+    secret = "s3cr3t-in-a-value"
+    results = dict(FRAGMENT["results"], sglang={"before": secret, "after": secret, "msg": secret, "changed": True,
+                                                "applied": True})
+    stopped = "the rollout stopped before this host's batch: canary host(s) gpu-03 did not converge"
+    run = {
+        "gpu-01": {"verify": True, "check_mode": False, "results": results,
+                   "rollout": {"stage": "verify", "drained": True, "rebooted": True}},
+        "gpu-03": {"verify": False, "check_mode": False, "results": {"cpufreq": {"changed": True, "msg": secret}},
+                   "rollout": {"stage": "drain", "drained": False, "rebooted": False, "failure": "cannot count\nmore"}},
+        "gpu-06": {"verify": False, "check_mode": False, "results": None,
+                   "rollout": {"stage": "plan", "failure": "", "stopped": stopped}},
+    }
+    report.write(tmp_path, sorted(run), run)
+    summary = json.loads((tmp_path / "fleet.json").read_text())["run_summary"]
+    assert summary == {
+        "check_mode": False, "hosts": 3, "verdicts": {"pass": 1, "fail": 1, "not_verified": 1},
+        "failed": {"gpu-03": {"stage": "drain", "reason": "failed in stage drain: cannot count"}},
+        "not_verified": {"gpu-06": stopped},
+        # numa_balancing was planned and not applied on gpu-01; gpu-03 stopped before cpufreq.
+        "pending": {"gpu-01": ["numa_balancing"], "gpu-03": ["cpufreq"]},
+        "drained": ["gpu-01"], "rebooted": ["gpu-01"],
+    }
+    assert secret not in json.dumps(summary)
+
+
+def test_under_check_every_planned_change_is_pending_in_the_summary(tmp_path):
+    write(tmp_path)
+    run = {"gpu-01": {"verify": True, "check_mode": True, "results": FRAGMENT["results"], "rollout": {"stage": "verify"}}}
+    report.write(tmp_path, ["gpu-01"], run)
+    summary = json.loads((tmp_path / "fleet.json").read_text())["run_summary"]
+    assert summary["check_mode"] is True
+    assert summary["pending"] == {"gpu-01": ["kernel_cmdline", "numa_balancing", "cpufreq", "pcie_mrrs"]}
+    assert summary["drained"] == [] and summary["rebooted"] == []
+
+
+def test_the_summary_key_is_unique_to_the_run_and_a_variable_name():
+    assert report.summary_key(42) == "infertune_summary_awx_42"
+    assert report.summary_key("42") == "infertune_summary_awx_42"
+    one, two = report.summary_key(), report.summary_key(None)
+    assert one != two and one.startswith("infertune_summary_run_") and one.isidentifier()

@@ -87,3 +87,29 @@ def test_hosts_that_dropped_out_say_how_far_they_got_and_why(tmp_path):
             in said), out[-3000:]
     recap = {line.split()[0]: line for line in out.splitlines() if "failed=" in line}
     assert "failed=1" in recap["gpu-a"] and "failed=0" in recap["gpu-c"], out[-1500:]
+
+
+def test_the_run_summary_reaches_ansible_runner_artifacts_under_the_awx_job_id(tmp_path):
+    """set_stats (per_host false) is what AWX stores as the job's artifacts: ansible-runner's
+    playbook_on_stats event carries it as artifact_data, keyed by the AWX job."""
+    import ansible_runner
+
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}, "gpu-c": {}}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAY)
+    env = {"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    (tmp_path / "runner").mkdir()
+    run = ansible_runner.run(private_data_dir=str(tmp_path / "runner"), playbook=str(tmp_path / "play.yml"),
+                             inventory=str(tmp_path / "inventory.yml"), envvars=env, quiet=True,
+                             extravars={"awx_job_id": 42, "report_dir": str(tmp_path / "reports"),
+                                        "report_enforce": False})
+    stats = [e for e in run.events if e["event"] == "playbook_on_stats"]
+    assert len(stats) == 1, run.stdout.read()[-3000:]
+    summary = stats[0]["event_data"]["artifact_data"]["infertune_summary_awx_42"]
+    assert summary["verdicts"] == {"pass": 0, "fail": 2, "not_verified": 1}
+    assert summary["failed"]["gpu-a"] == {"stage": "drain", "reason": "failed in stage drain: Stop unless the"
+                                          " in-flight requests could be counted: cannot count"}
+    assert summary["failed"]["gpu-b"]["stage"] == "reboot" and summary["drained"] == ["gpu-b"]
+    assert summary["not_verified"] == {"gpu-c": "the rollout stopped before this host's batch: canary host(s) gpu-a"
+                                                " did not converge"}

@@ -195,6 +195,8 @@ HOSTILE = [
     ("rollout_max_failures", "abc", "count >= 0"),
     ("rollout_allow_single_batch", "perhaps", "must be a boolean"),
     ("rollout_connect_timeout", 0, "1-86400"),
+    ("rollout_slice_max_failures", "two", "count >= 0"),
+    ("infertune_fleet_size", -8, "0-1000000"),
 ]
 
 
