@@ -2,11 +2,11 @@
 VENV    := .venv
 BIN     := $(VENV)/bin
 LABCTL  := $(BIN)/python lab/labctl
-APT_PKGS := podman runc debootstrap pciutils iptables
+APT_PKGS := podman runc debootstrap pciutils iptables prometheus prometheus-node-exporter
 # The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
 COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 
-.PHONY: setup lab-up lab-down demo lint unit checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-up lab-down demo lint unit monitoring checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
@@ -46,6 +46,12 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
+# The drift watch's alert rules and their unit tests (promtool: Debian's prometheus package).
+# The unit tests run promtool check metrics on a textfile the drift watch wrote.
+monitoring: setup
+	promtool check rules monitoring/infertune-rules.yml
+	promtool test rules monitoring/tests/infertune-rules.test.yml
+
 lab-test: lab-up
 	$(MAKE) lab-pytest
 
@@ -57,7 +63,7 @@ lab-image-trixie: lab-up
 	$(LABCTL) image trixie
 
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
-checks: lint unit
+checks: lint unit monitoring
 
 # Every test: lint and unit tests while the lab comes up, then the lab tests.
 test: setup

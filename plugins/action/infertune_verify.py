@@ -10,7 +10,8 @@ handed over), and how far its rollout got.
 Options: dir (reports directory), hosts (every host of the run), fleet (every host of the
 inventory group, for the targets file), tests (verification tests; empty: all), expected,
 connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
-its result (pass, fail, not verified) and off, the details of its checks that failed or broke;
+its result (pass, fail, not verified), off, the details of its checks that failed or broke, and
+failing, the knobs they belong to;
 fails when the verification itself broke (not when a knob is off: the report says so).
 """
 from __future__ import annotations
@@ -54,9 +55,11 @@ def entry(host, facts, play_hosts, options, check_mode):
 
 
 def outcome(report):
-    """A host's result in the fleet report and the details of its checks that failed or broke."""
+    """A host's result in the fleet report, the details of its checks that failed or broke and
+    the knobs (report rows) they belong to."""
     checks = [c for knob in report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
-    return {"result": report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")]}
+    return {"result": report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")],
+            "failing": report.get("failing", [])}
 
 
 class ActionModule(ActionBase):
