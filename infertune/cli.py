@@ -141,7 +141,7 @@ def drift_main(args, root: Path) -> int:
         print(f"infertune drift: nothing published:\n{reason}", file=sys.stderr)
         return drift.ERROR
     print(table([{"host": host, **entry} for host, entry in written["hosts"].items()], DRIFT_COLUMNS))
-    print("\n" + "; ".join(f"written: {path}" for path in written["written"]))
+    print("\nwritten: " + ", ".join(written["written"]))
     return written["exit_status"]
 
 

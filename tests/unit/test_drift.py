@@ -232,3 +232,8 @@ def test_drift_exits_1_when_it_cannot_write_the_textfile(tmp_path, capsys):
     missing = tmp_path / "no-such-dir"
     assert run_drift(tmp_path, "--limit", "!node-x", "--textfile-dir", str(missing)) == drift.ERROR
     assert f"the textfile directory {missing} does not exist" in capsys.readouterr().err
+
+
+def test_drift_exits_1_on_a_usage_error(tmp_path, capsys):
+    assert cli.main(["drift", "-i", str(FIXTURE / "inventory.yml"), "-e", "/no/at/sign.yml"], root=FIXTURE) == drift.ERROR
+    assert "prepend a vars file's name with @" in capsys.readouterr().err
