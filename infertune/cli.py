@@ -107,7 +107,8 @@ def drift_vars(args) -> list:
     """The drift command's options given, as extra variables after the user's (the options win)."""
     chosen = {"report_drift_verify": True} if args.verify else {}
     if args.textfile_dir is not None:
-        chosen["report_drift_textfile_dir"] = args.textfile_dir
+        # Relative to where the command runs, not to the collection ansible runs in.
+        chosen["report_drift_textfile_dir"] = args.textfile_dir and str(Path(args.textfile_dir).resolve())
     return [json.dumps(chosen)] if chosen else []
 
 

@@ -237,3 +237,14 @@ def test_drift_exits_1_when_it_cannot_write_the_textfile(tmp_path, capsys):
 def test_drift_exits_1_on_a_usage_error(tmp_path, capsys):
     assert cli.main(["drift", "-i", str(FIXTURE / "inventory.yml"), "-e", "/no/at/sign.yml"], root=FIXTURE) == drift.ERROR
     assert "prepend a vars file's name with @" in capsys.readouterr().err
+
+
+def test_a_relative_textfile_directory_is_taken_from_where_the_command_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    variables = tmp_path / "vars.json"
+    variables.write_text(json.dumps({"plans": {h: PLAN for h in ("node-a", "node-b", "node-c")},
+                                     "report_dir": str(tmp_path / "reports")}))
+    assert cli.main(["drift", "-i", str(FIXTURE / "inventory.yml"), "-e", "@vars.json", "--limit", "!node-x",
+                     "--textfile-dir", "here"], root=FIXTURE) == drift.NO_DRIFT
+    assert (tmp_path / "here" / drift.TEXTFILE).is_file()
