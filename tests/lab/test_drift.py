@@ -41,18 +41,20 @@ def free_port():
 def exporter(tmp_path_factory):
     """(textfile directory, metrics URL) of a node_exporter with only the textfile collector."""
     textfiles = tmp_path_factory.mktemp("textfiles")
+    log = tmp_path_factory.mktemp("exporter") / "exporter.log"
     url = f"http://127.0.0.1:{free_port()}/metrics"
-    proc = subprocess.Popen(["prometheus-node-exporter", "--web.listen-address=" + url.split("/")[2],
-                             "--collector.disable-defaults", "--collector.textfile",
-                             f"--collector.textfile.directory={textfiles}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(log, "w") as handle:
+        proc = subprocess.Popen(["prometheus-node-exporter", "--web.listen-address=" + url.split("/")[2],
+                                 "--collector.disable-defaults", "--collector.textfile",
+                                 f"--collector.textfile.directory={textfiles}"],
+                                stdout=subprocess.DEVNULL, stderr=handle)
     try:
         for _ in range(100):
             try:
                 urllib.request.urlopen(url, timeout=1)
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read()
+                assert proc.poll() is None, log.read_text()
                 time.sleep(0.1)
         yield textfiles, url
     finally:
