@@ -2,13 +2,13 @@
 VENV    := .venv
 BIN     := $(VENV)/bin
 LABCTL  := $(BIN)/python lab/labctl
-APT_PKGS := podman runc debootstrap pciutils iptables
+APT_PKGS := podman runc debootstrap pciutils iptables prometheus prometheus-node-exporter
 # The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
 COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 # Where ansible-test caches get-pip.py; 24.2 is the pip of the pinned ansible-core's ansible-test.
 GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
-.PHONY: setup lab-up lab-down demo lint unit sanity checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-up lab-down demo lint unit sanity monitoring checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
@@ -65,6 +65,12 @@ $(GET_PIP): tests/sanity/get_pip.py
 	mkdir -p $(dir $@)
 	cp $< $@
 
+# The drift watch's alert rules and their unit tests (promtool: Debian's prometheus package).
+# The unit tests run promtool check metrics on a textfile the drift watch wrote.
+monitoring: setup
+	promtool check rules monitoring/infertune-rules.yml
+	promtool test rules monitoring/tests/infertune-rules.test.yml
+
 lab-test: lab-up
 	$(MAKE) lab-pytest
 
@@ -76,7 +82,7 @@ lab-image-trixie: lab-up
 	$(LABCTL) image trixie
 
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
-checks: lint unit sanity
+checks: lint unit sanity monitoring
 
 # Every test: lint, unit and sanity tests while the lab comes up, then the lab tests.
 test: setup

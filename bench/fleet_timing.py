@@ -5,8 +5,10 @@ For each fleet size the lab is recreated from the image (seed profile on every
 host) with sglang's package files, then timed: one `setup` round (the baseline),
 site.yml from fresh hosts (kernel install, one reboot each), site.yml again, which
 must report changed=0 on every host and put none into a batch, site.yml --check on the
-converged fleet, and playbooks/verify.yml alone. Each run's plays are timed too
-(plan, batches, verification), from Ansible's json callback. The lab hosts share the
+converged fleet, playbooks/verify.yml alone, and the drift watch (playbooks/drift.yml, which
+must find no drift; its textfile goes to a temporary directory). Each run's plays are timed
+too (plan, batches, verification; the drift run's read and publish), from Ansible's json
+callback. The lab hosts share the
 control node's CPUs, so single runs vary by 10-25 %: the baseline and every run that
 can be repeated (all but the converge) are the median of REPEAT.
 
@@ -21,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -35,8 +38,9 @@ PROFILE = "seed-epyc-rtxpro6000"
 REPEAT = 3
 # Play name -> phase; serial makes one play entry per batch under the rollout play's name.
 PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
-                  + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]],
-                  ("plan", "batches", "verify")))
+                  + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]]
+                  + [play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "drift.yml").read_text())],
+                  ("plan", "batches", "verify", "read", "publish")))
 
 
 def fleet(hosts):
@@ -98,27 +102,39 @@ def noop_run(hosts):
     return result
 
 
+def drift_run(hosts):
+    """playbooks/drift.yml on the converged fleet: it must find no drift on any host."""
+    with tempfile.TemporaryDirectory(prefix="infertune-textfile-") as textfiles:
+        result = run(hosts, "playbooks/drift.yml", "-e", f"report_drift_textfile_dir={textfiles}")
+    state = json.loads((ROOT / "reports" / "drift.json").read_text())
+    if state["run"]["exit_status"] != 0:
+        raise SystemExit(f"the drift run on the converged fleet found drift or an error: {state['hosts']}")
+    return result
+
+
 def measure(hosts):
     fleet(hosts)
     setup_s = median_of(setup_round)
     runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
             "check": median_of(lambda: run(hosts, "site.yml", "--check")),
-            "verify": median_of(lambda: run(hosts, "playbooks/verify.yml"))}
+            "verify": median_of(lambda: run(hosts, "playbooks/verify.yml")),
+            "drift": median_of(lambda: drift_run(hosts))}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
     return {"hosts": hosts, "setup_seconds": setup_s, "repeat": REPEAT, **runs,
-            **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2) for name in ("noop", "check", "verify")}}
+            **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2)
+               for name in ("noop", "check", "verify", "drift")}}
 
 
 def print_table(rows):
     print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'plan':>5} {'batches':>7} "
           f"{'verify':>6} {'#batch':>6} {'changed':>7}")
     for r in rows:
-        for name in ("converge", "noop", "check", "verify"):
+        for name in ("converge", "noop", "check", "verify", "drift"):
             result = r[name]
             phases = result["phases"]
             print(f"{r['hosts']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
-                  f"{result['seconds'] / r['setup_seconds']:>7.2f} {phases.get('plan', '-'):>5} "
+                  f"{result['seconds'] / r['setup_seconds']:>7.2f} {phases.get('plan', phases.get('read', '-')):>5} "
                   f"{phases.get('batches', '-'):>7} {phases.get('verify', '-'):>6} {result['batches']:>6} "
                   f"{result['changed']:>7}")
 

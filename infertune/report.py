@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION
+from . import COLLECTION, docsection
 
 CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
@@ -360,7 +360,8 @@ def attention(entry, knobs):
     return "; ".join([f"{entry['result']}: {entry['reason']}"] + ([" and ".join(done)] if done else []))
 
 
-def markdown(report):
+def markdown(report, drift=""):
+    """fleet.md; drift is the drift watch's section (drift_section), placed after the knobs that are off."""
     hosts, knobs = report["hosts"], report["knobs"]
     summary = report["summary"]
     lines = [
@@ -382,6 +383,8 @@ def markdown(report):
            if check["status"] in ("fail", "error")]
     if off:
         lines += ["", "## Knobs that are off", "", *off]
+    if drift:
+        lines += ["", drift]
     decoded = {h: e["decode"] for h, e in hosts.items() if e["decode"]}
     if decoded:
         lines += ["", "## Decode latency at batch 1", "",
@@ -455,8 +458,50 @@ def write(directory, hosts=None, run=None, verified=True):
     report = build(read_fragments(directory / "hosts"), junit, hosts, run)
     report["run_summary"] = run_summary(report, run or {})
     (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    (directory / "fleet.md").write_text(markdown(report))
+    (directory / "fleet.md").write_text(markdown(report, drift_section(directory)))
     return f"{directory / 'fleet.md'}: {report['summary']['hosts']} hosts, {counts(report['summary'])}"
+
+
+DRIFT_START, DRIFT_END = "<!-- drift:start -->", "<!-- drift:end -->"
+
+
+def drift_markdown(state, labels):
+    """The drift watch's section of fleet.md, from drift.json: per host whether the last drift run
+    read it, when it was last read, and each pending knob with the time it was first seen pending."""
+    run = state.get("run") or {}
+    lines = [DRIFT_START, "## Drift watch", "",
+             f"Last drift run {state['last_run']} (exit status {run.get('exit_status')}, "
+             f"{len(run.get('hosts') or [])} hosts in the run); last run that read every host of its run: "
+             f"{state.get('last_success') or 'none yet'}. Details: drift.json.", "",
+             "| host | read by the last run | last read | reboot pending | pending knobs, drifted since |",
+             "| --- | --- | --- | --- | --- |"]
+    for host, entry in state["hosts"].items():
+        read = "yes" if entry["checked"] else "no: " + clip(first_line(entry["error"]))
+        pending = "; ".join(f"{labels.get(k, k)} since {v['since']}" for k, v in entry["pending"].items())
+        reboot = ("yes (" + ", ".join(entry["reboot_reasons"]) + ")") if entry["reboot_pending"] else "no"
+        lines.append(f"| {host} | {read} | {entry['last_read'] or 'never'} | {reboot} | {pending or '—'} |")
+    return "\n".join(lines + [DRIFT_END])
+
+
+def drift_section(directory):
+    """The drift section from DIRECTORY/drift.json, or "" before the first drift run."""
+    path = Path(directory) / "drift.json"
+    if not path.exists():
+        return ""
+    return drift_markdown(json.loads(path.read_text()), {key: label for key, label, _ in knobs()})
+
+
+def update_drift_section(directory):
+    """Put the drift section into fleet.md in place (the rest stays: a drift run verifies nothing);
+    a fleet.md is started for it when there is none yet."""
+    path = Path(directory) / "fleet.md"
+    text = path.read_text() if path.exists() else "# infertune fleet report\n\nNo rollout or verification report yet.\n"
+    section = drift_section(directory)
+    if DRIFT_START in text:
+        text = docsection.rewrite(text, section, DRIFT_START, DRIFT_END, str(path))
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
 
 
 EARLIER = ("> ⚠️ **Not current.** This report is from an earlier run. A run started {started} has not "

@@ -515,6 +515,9 @@ RULES = {
     "benchmark_gpu": [pattern(r"[A-Za-z0-9 ._()/+-]*", "a GPU key or name [A-Za-z0-9 ._()/+-]", allow_empty=True)],
     # infertune
     "infertune_fleet_size": [number_range(0, 1_000_000)],
+    # report
+    "report_drift_textfile_dir": [pattern(r"(?!.*/\.\.(?:/|$))/[A-Za-z0-9._+@/-]*",
+                                          "an absolute path [A-Za-z0-9._+@/-] without ..", allow_empty=True)],
     # rollout (playbooks/vars/rollout.yml)
     "rollout_canary_count": [number_range(1, 100_000)],
     "rollout_batches": [non_empty(), each(batch())],

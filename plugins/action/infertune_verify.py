@@ -10,10 +10,10 @@ handed over), and how far its rollout got.
 Options: dir (reports directory), hosts (every host of the run), fleet (every host of the
 inventory group, for the targets file), tests (verification tests; empty: all), expected,
 connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
-its result (pass, fail, not verified) and off, the details of its checks that failed or broke;
-summary, the run's summary (fleet.json's run_summary) and summary_key, the set_stats key it is
-published under (with awx_job_id under AWX, else a run id); fails when the verification itself
-broke (not when a knob is off: the report says so).
+its result (pass, fail, not verified), off, the details of its checks that failed or broke, and
+failing, the knobs they belong to; summary, the run's summary (fleet.json's run_summary) and
+summary_key, the set_stats key it is published under (with awx_job_id under AWX, else a run id);
+fails when the verification itself broke (not when a knob is off: the report says so).
 """
 from __future__ import annotations
 
@@ -51,10 +51,11 @@ def entry(host, facts, play_hosts, options, check_mode):
 
 
 def outcome(host_report):
-    """A host's result in the fleet report and the details of its checks that failed or broke."""
+    """A host's result in the fleet report, the details of its checks that failed or broke and
+    the knobs (report rows) they belong to."""
     checks = [c for knob in host_report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
-    return {"result": host_report["result"],
-            "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")]}
+    return {"result": host_report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")],
+            "failing": host_report.get("failing", [])}
 
 
 class ActionModule(ActionBase):

@@ -30,6 +30,16 @@ options:
     description: Failures the rollout allows, a count or C(N%) of O(hosts) rounded down.
     type: str
     required: true
+  slice_max_failures:
+    description:
+      - Failures each slice of a sliced apply may have; on a slice of the fleet (the inventory's C(gpu_nodes)
+        fewer than O(fleet_size)) it replaces O(max_failures) when set.
+    type: str
+    default: ""
+  fleet_size:
+    description: The hosts of the whole fleet's C(gpu_nodes) (C(infertune_fleet_size)); 0 when not declared.
+    type: int
+    default: 0
 author: infertune developers (@infertune)
 """
 

@@ -22,6 +22,14 @@ options:
       with the closest declared name.
     type: bool
     default: true
+  rollout:
+    description:
+      - The play's hosts are rolled out next (C(playbooks/rollout.yml)). Then, outside C(--check), an apply on
+        a slice of the fleet (AWX job slicing: the inventory's C(gpu_nodes) holds fewer hosts than
+        C(infertune_fleet_size)) is refused unless C(rollout_slice_max_failures) is set, and an apply that an
+        AWX workflow runs needs C(infertune_fleet_size).
+    type: bool
+    default: false
 author: infertune developers (@infertune)
 """
 

@@ -79,8 +79,17 @@ stdout_lines:
   type: list
   elements: str
 hosts:
-  description: Per host, its C(result) (pass, fail, not verified) and C(off), the details of its checks that
-    failed or broke.
+  description: Per host, its C(result) (pass, fail, not verified), C(off), the details of its checks that
+    failed or broke, and C(failing), the knobs they belong to.
   returned: success
   type: dict
+summary:
+  description: The run's summary (C(run_summary) in C(fleet.json)), published with C(set_stats).
+  returned: success
+  type: dict
+summary_key:
+  description: The C(set_stats) key the summary is published under, C(infertune_summary_awx_<awx_job_id>) under
+    AWX, else C(infertune_summary_run_<time>_<random>).
+  returned: success
+  type: str
 """

@@ -45,10 +45,11 @@ def test_a_host_with_a_password_hands_over_no_connection():
     assert "hidden" not in repr(got)
 
 
-def test_outcome_lists_the_checks_that_failed_or_broke():
-    report = {"result": "fail", "knobs": {
+def test_outcome_lists_the_checks_that_failed_or_broke_and_their_knobs():
+    report = {"result": "fail", "failing": ["pcie_mrrs", "cpufreq"], "knobs": {
         "pcie_mrrs": {"checks": {"pcie_mrrs": {"status": "fail", "detail": "512 on 0000:01:00.0"}}},
         "cpufreq": {"checks": {"cpufreq_governor": {"status": "pass", "detail": ""},
                                "cpufreq_epp": {"status": "error", "detail": "unreadable"}}}}}
-    assert action.outcome(report) == {"result": "fail", "off": ["512 on 0000:01:00.0", "unreadable"]}
-    assert action.outcome({"result": "not verified"}) == {"result": "not verified", "off": []}
+    assert action.outcome(report) == {"result": "fail", "off": ["512 on 0000:01:00.0", "unreadable"],
+                                      "failing": ["pcie_mrrs", "cpufreq"]}
+    assert action.outcome({"result": "not verified"}) == {"result": "not verified", "off": [], "failing": []}
