@@ -22,13 +22,13 @@ import sys
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-try:
-    from infertune import control_node, validation
-    from infertune.plain import plain
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune import control_node, validation
-    from infertune.plain import plain
+# This collection's own controller package (infertune/ at its root) before any other on the
+# path: a pip-installed release or a checkout's would not match these roles and playbooks.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+from infertune import control_node, validation  # noqa: E402
+from infertune.plain import plain  # noqa: E402
 
 
 def _first_line(exc):

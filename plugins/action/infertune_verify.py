@@ -22,14 +22,12 @@ import sys
 
 from ansible.plugins.action import ActionBase
 
-try:
-    from infertune.plain import plain
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune.plain import plain
-
-# The collection root, where `python -m infertune.verify` finds its package.
-COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# This collection's own controller package (infertune/ at its root) before any other on the
+# path: a pip-installed release or a checkout's would not match these roles and playbooks.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+from infertune.plain import plain  # noqa: E402
 
 
 def entry(host, facts, play_hosts, options, check_mode):
@@ -51,6 +49,21 @@ def entry(host, facts, play_hosts, options, check_mode):
                     # Out of the play (failed or unreachable earlier) without a reason of ours.
                     "lost": host not in play_hosts and not reason},
     }
+
+
+def child_env(task_vars, environ):
+    """The verification's environment: this run's inventory sources and Ansible configuration.
+
+    testinfra reads the inventory through ansible-inventory where no connection was handed over
+    (the same sources as this run, the same interpreter's tools), and its ssh settings from
+    ANSIBLE_CONFIG, else ./ansible.cfg: it runs in the collection, so without this it would miss
+    the configuration the run uses (ssh options, the ControlPath it shares).
+    """
+    env = dict(environ, PATH=os.path.dirname(sys.executable) + os.pathsep + environ.get("PATH", ""),
+               ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
+    if task_vars.get("ansible_config_file"):
+        env["ANSIBLE_CONFIG"] = task_vars["ansible_config_file"]
+    return env
 
 
 def outcome(report):
@@ -75,12 +88,9 @@ class ActionModule(ActionBase):
         run = {host: entry(host, hostvars[host], play_hosts, options, check_mode) for host in options["hosts"]}
         argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
                 "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"])]
-        # testinfra reads the inventory through ansible-inventory where no connection was handed
-        # over: the same sources as this run, the same interpreter's tools.
-        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                   ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
-        proc = subprocess.run(argv, input=json.dumps(run), cwd=COLLECTION, env=env, capture_output=True, text=True,
-                              check=False)
+        # In the collection root: `python -m infertune.verify` runs this collection's package.
+        proc = subprocess.run(argv, input=json.dumps(run), cwd=_ROOT, env=child_env(task_vars, os.environ),
+                              capture_output=True, text=True, check=False)
         result.update(rc=proc.returncode, stdout=proc.stdout, stdout_lines=proc.stdout.splitlines())
         if proc.returncode != 0:
             result["failed"] = True

@@ -21,11 +21,12 @@ import sys
 
 from ansible.plugins.callback import CallbackBase
 
-try:
-    from infertune import report
-except ImportError:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from infertune import report
+# This collection's own controller package (infertune/ at its root) before any other on the
+# path: a pip-installed release or a checkout's would not match these roles and playbooks.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+from infertune import report  # noqa: E402
 
 DOCUMENTATION = """
 name: infertune_report
