@@ -1,4 +1,4 @@
-"""infertune rollout | verify: run site.yml or playbooks/verify.yml for scripts and CI.
+"""infertune rollout | verify: run the collection's site or verify playbook for scripts and CI.
 
 Live progress on stderr, a per-host table on stdout, optionally a JSON summary; the exit
 status is non-zero when any host failed, was unreachable or was left out by a rollout that
@@ -11,14 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-from infertune import COLLECTION, runner
+from infertune import COLLECTION, FQCN, runner
 from infertune.progress import Progress
 from infertune.summary import RunSummary
 
-REPO = COLLECTION
+# The collection's playbooks/<name>.yml per command.
 PLAYBOOKS = {
-    "rollout": ("site.yml", "converge the hosts with site.yml (tuning, reboots, sglang)"),
-    "verify": ("playbooks/verify.yml", "check the hosts without changing them (playbooks/verify.yml)"),
+    "rollout": ("site", "converge the hosts (tuning, reboots, sglang), then verify them"),
+    "verify": ("verify", "check the hosts without changing them"),
 }
 COLUMNS = (("host", "HOST"), ("result", "RESULT"), ("stage", "STAGE"), ("drained", "DRAINED"),
            ("reboots", "REBOOTS"), ("knobs_changed", "KNOBS CHANGED"), ("failure_reason", "FAILURE REASON"))
@@ -60,6 +60,24 @@ def totals_line(totals: dict) -> str:
     return ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in totals.items())
 
 
+def locate(name: str, root: Path) -> tuple[Path, str]:
+    """Where ansible-playbook runs, and the playbook it is given, for playbooks/<name>.yml of the
+    collection at root.
+
+    A source tree (the checkout) runs in itself, by path, under its own ansible.cfg (the lab's
+    inventory, the collection link). An installed collection (MANIFEST.json) runs by FQCN in the
+    current directory, as `ansible-playbook infertune.fleet.<name>` would: the user's ansible.cfg,
+    reports/ there.
+    """
+    if not (root / "playbooks" / f"{name}.yml").is_file():
+        raise runner.UsageError(f"playbooks/{name}.yml not found in {root}, nor a collection {FQCN} on Ansible's "
+                                f"collections path: install it (ansible-galaxy collection install "
+                                f"infertune-fleet-VERSION.tar.gz)")
+    if (root / "MANIFEST.json").is_file():
+        return Path.cwd(), f"{FQCN}.{name}"
+    return root, f"playbooks/{name}.yml"
+
+
 def run(inv: runner.Invocation, args):
     """Run the playbook with live progress; return (RunSummary, runner.Outcome)."""
     summary = RunSummary(runner.list_hosts(inv) or ())
@@ -77,16 +95,13 @@ def run(inv: runner.Invocation, args):
     return summary, outcome
 
 
-def main(argv=None, root: Path = REPO) -> int:
+def main(argv=None, root: Path = COLLECTION) -> int:
     args = parse_args(argv)
-    playbook = PLAYBOOKS[args.command][0]
-    if not (root / playbook).is_file():
-        print(f"infertune: {playbook} not found in {root}", file=sys.stderr)
-        return 2
     try:
+        project_dir, playbook = locate(PLAYBOOKS[args.command][0], root)
         with runner.vars_files([runner.absolute(e, "@") for e in args.extra_vars]) as extra_vars:
             inv = runner.Invocation(
-                project_dir=root, playbook=playbook,
+                project_dir=project_dir, playbook=playbook,
                 inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
                 check=args.check, diff=args.diff, extra_vars=extra_vars, verbosity=args.verbose,
                 vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))
