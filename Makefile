@@ -6,7 +6,7 @@ APT_PKGS := podman runc debootstrap pciutils iptables
 # The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
 COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 
-.PHONY: setup lab-up lab-down demo lint unit checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-up lab-down demo lint unit ee-context checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
@@ -56,8 +56,16 @@ lab-pytest:
 lab-image-trixie: lab-up
 	$(LABCTL) image trixie
 
+# The collection's tarball (build/collection) and the execution environment's build context
+# (build/ee: Containerfile, the tarball, requirements), offline. Building the image from it
+# needs a registry: README, "Install as a collection".
+ee-context: setup
+	rm -rf build/collection build/ee
+	$(BIN)/ansible-galaxy collection build --output-path build/collection
+	$(BIN)/ansible-builder create --file execution-environment.yml --context build/ee
+
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
-checks: lint unit
+checks: lint unit ee-context
 
 # Every test: lint and unit tests while the lab comes up, then the lab tests.
 test: setup
