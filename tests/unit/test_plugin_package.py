@@ -22,6 +22,6 @@ print(sys.modules["infertune"].__file__)
 def test_a_plugin_imports_the_package_beside_it(tmp_path, plugin):
     decoy = tmp_path / "decoy"
     shutil.copytree(REPO / "infertune", decoy / "infertune", ignore=shutil.ignore_patterns("__pycache__"))
-    proc = subprocess.run([sys.executable, "-c", LOAD, str(REPO / "plugins" / plugin)], env={"PYTHONPATH": str(decoy)}, cwd=tmp_path,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", LOAD, str(REPO / "plugins" / plugin)], cwd=tmp_path,
+                          env={"PYTHONPATH": str(decoy)}, capture_output=True, text=True, check=True)
     assert Path(proc.stdout.strip()).parent == REPO / "infertune"
