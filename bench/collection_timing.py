@@ -6,9 +6,11 @@ in turn: `ansible-playbook site.yml` in the checkout (its ansible.cfg); `ansible
 infertune.fleet.site` in an empty directory whose ansible.cfg is docs/collection-ansible.cfg
 (the settings collection users are given), from the built tarball installed into an empty
 collections path; and the same with no ansible.cfg at all (Ansible's defaults: no
-pipelining, 5 forks), for what those settings are worth. Every run must change nothing. The
-lab hosts share the control node's CPUs, so single runs vary: each figure is the median of
-REPEAT rounds.
+pipelining, 5 forks), for what those settings are worth. Every run must change nothing. A
+first round, not counted, leaves each kind its ssh master connections and Python's bytecode
+(written for every run, whatever PYTHONDONTWRITEBYTECODE says here: a checkout has its own
+from earlier runs, an installed collection writes its own on its first). The lab hosts share
+the control node's CPUs, so single runs vary: each figure is the median of REPEAT rounds.
 
     .venv/bin/python bench/collection_timing.py [--repeat 5] [--out bench/results/collection_timing.json]
 """
@@ -42,13 +44,17 @@ def timed(argv, cwd, env=None):
     return seconds, sorted(recap(out))
 
 
+def bytecode_env():
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def install(base):
     """The tarball built from this checkout, installed into base/collections; the environment
     that finds it there and no other configuration."""
     galaxy = [str(BIN / "ansible-galaxy"), "collection"]
     subprocess.run([*galaxy, "build", "--output-path", str(base / "dist")], cwd=ROOT, check=True, capture_output=True)
     (tarball,) = (base / "dist").glob("*.tar.gz")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env = {k: v for k, v in bytecode_env().items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_COLLECTIONS_PATH=str(base / "collections"), HOME=str(base),
                PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     subprocess.run([*galaxy, "install", str(tarball), "-p", str(base / "collections")], cwd=base, env=env, check=True,
@@ -73,15 +79,17 @@ def main():
         bare.mkdir()
         shutil.copy(ROOT / "docs" / "collection-ansible.cfg", configured / "ansible.cfg")
         installed = [BIN / "ansible-playbook", "infertune.fleet.site", "-i", INVENTORY]
-        kinds = {"checkout": ([BIN / "ansible-playbook", "site.yml"], ROOT, None), "installed": (installed, configured, env),
-                 "installed_without_ansible_cfg": (installed, bare, env)}
+        kinds = {"checkout": ([BIN / "ansible-playbook", "site.yml"], ROOT, bytecode_env()),
+                 "installed": (installed, configured, env), "installed_without_ansible_cfg": (installed, bare, env)}
         runs, fleets = {name: [] for name in kinds}, set()
-        for n in range(args.repeat):
+        for n in range(args.repeat + 1):
             for name, (argv, cwd, run_env) in kinds.items():
                 seconds, hosts = timed(argv, cwd, run_env)
                 runs[name].append(seconds)
                 fleets.add(tuple(hosts))
-            print(f"round {n + 1}/{args.repeat}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in runs.items()), flush=True)
+            print(f"round {n}/{args.repeat}{' (warm-up)' if not n else ''}: "
+                  + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in runs.items()), flush=True)
+        runs = {name: values[1:] for name, values in runs.items()}
     if len(fleets) != 1:
         raise SystemExit(f"the runs covered different hosts: {sorted(fleets)}")
 

@@ -71,6 +71,8 @@ def test_the_execution_environment_installs_the_built_tarball_and_downloads_no_c
     installs = [line for line in containerfile.splitlines() if "ansible-galaxy collection" in line]
     assert len(installs) == 1 and "install" in installs[0] and "-r requirements.yml" in installs[0]
     assert "--server" not in containerfile and "download" not in containerfile
+    # Its Python comes compiled: the image's user cannot write bytecode into the collection.
+    assert "RUN $PYCMD -m compileall -q /usr/share/ansible/collections/ansible_collections/infertune/fleet" in containerfile
 
 
 def pins(lines):
