@@ -8,7 +8,7 @@ COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 # Where ansible-test caches get-pip.py; 24.2 is the pip of the pinned ansible-core's ansible-test.
 GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
-.PHONY: setup lab-up lab-down demo lint unit sanity monitoring checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-up lab-down demo lint unit sanity monitoring ee-context checks lab-image-trixie lab-test lab-pytest test
 
 # Control-node tooling: Debian packages for the lab, pinned Python packages.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
@@ -81,8 +81,16 @@ lab-pytest:
 lab-image-trixie: lab-up
 	$(LABCTL) image trixie
 
+# The collection's tarball (build/collection) and the execution environment's build context
+# (build/ee: Containerfile, the tarball, requirements), offline. Building the image from it
+# needs a registry: README, "Install as a collection".
+ee-context: setup
+	rm -rf build/collection build/ee
+	$(BIN)/ansible-galaxy collection build --output-path build/collection
+	$(BIN)/ansible-builder create --file execution-environment.yml --context build/ee
+
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
-checks: lint unit sanity monitoring
+checks: lint unit sanity monitoring ee-context
 
 # Every test: lint, unit and sanity tests while the lab comes up, then the lab tests.
 test: setup

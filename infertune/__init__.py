@@ -8,25 +8,30 @@ the control node shares with it are imported from there, so each exists once.
 import sys
 from pathlib import Path
 
+FQCN = "infertune.fleet"
 
-def _collection_root() -> Path:
-    """The collection this package belongs to: its own parent in a checkout or an installed
-    collection; for a pip-installed console script, infertune.fleet on Ansible's collections path."""
-    here = Path(__file__).resolve().parent.parent
+
+def find_collection(here: Path, search=None) -> Path | None:
+    """The collection this package belongs to, `here` being the package's parent directory:
+    `here` itself in a checkout or an installed collection; for a pip-installed console script,
+    the first infertune.fleet on Ansible's collections path, as ansible-playbook searches it
+    (search: directories to look in instead)."""
     if (here / "galaxy.yml").is_file() or (here / "MANIFEST.json").is_file():
         return here
-    from ansible import constants as C  # only here: a second of imports the other cases skip
+    if search is None:
+        from ansible import constants as C  # only here: a second of imports the other cases skip
 
-    for base in C.COLLECTIONS_PATHS:
-        candidate = Path(base).expanduser() / "ansible_collections" / "infertune" / "fleet"
+        search = [*C.COLLECTIONS_PATHS, *(sys.path if C.COLLECTIONS_SCAN_SYS_PATH else ())]
+    for base in search:
+        candidate = Path(base).expanduser() / "ansible_collections" / Path(*FQCN.split("."))
         if (candidate / "MANIFEST.json").is_file() or (candidate / "galaxy.yml").is_file():
             return candidate
-    return here
+    return None
 
 
-COLLECTION = _collection_root()
-# Inside the collection this package is the collection's own copy: a checkout, not an install.
-IN_COLLECTION = COLLECTION == Path(__file__).resolve().parent.parent
+_HERE = Path(__file__).resolve().parent.parent
+# None found: the package's own parent, where the CLI says that the collection is missing.
+COLLECTION = find_collection(_HERE) or _HERE
 
 _MODULE_UTILS = str(COLLECTION / "plugins" / "module_utils")
 if _MODULE_UTILS not in sys.path:

@@ -1,5 +1,5 @@
-"""infertune rollout | verify | drift: run site.yml, playbooks/verify.yml or playbooks/drift.yml
-for scripts, CI and schedules.
+"""infertune rollout | verify | drift: run the collection's site, verify or drift playbook for
+scripts, CI and schedules.
 
 Live progress on stderr, a per-host table on stdout. rollout and verify: optionally a JSON
 summary; the exit status is non-zero when any host failed, was unreachable or was left out by a
@@ -14,16 +14,15 @@ import json
 import sys
 from pathlib import Path
 
-from . import COLLECTION, drift, runner
+from . import COLLECTION, FQCN, drift, runner
 from .progress import Progress
 from .summary import RunSummary
 
-REPO = COLLECTION
+# The collection's playbooks/<name>.yml per command.
 PLAYBOOKS = {
-    "rollout": ("site.yml", "converge the hosts with site.yml (tuning, reboots, sglang)"),
-    "verify": ("playbooks/verify.yml", "check the hosts without changing them (playbooks/verify.yml)"),
-    "drift": ("playbooks/drift.yml", "read every host, change none, publish the drift (playbooks/drift.yml); "
-                                     "exit 0 no drift, 2 drift, 1 error"),
+    "rollout": ("site", "converge the hosts (tuning, reboots, sglang), then verify them"),
+    "verify": ("verify", "check the hosts without changing them"),
+    "drift": ("drift", "read every host, change none, publish the drift; exit 0 no drift, 2 drift, 1 error"),
 }
 COLUMNS = (("host", "HOST"), ("result", "RESULT"), ("stage", "STAGE"), ("drained", "DRAINED"),
            ("reboots", "REBOOTS"), ("knobs_changed", "KNOBS CHANGED"), ("failure_reason", "FAILURE REASON"))
@@ -37,7 +36,7 @@ OUTPUT_TAIL_LINES = 40
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="infertune", description=__doc__.partition("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, (playbook, help_text) in PLAYBOOKS.items():
+    for name, (_, help_text) in PLAYBOOKS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("-i", "--inventory", action="append", default=[],
                          help="inventory path or host list; repeatable (default: ansible.cfg's)")
@@ -83,6 +82,24 @@ def totals_line(totals: dict) -> str:
     return ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in totals.items())
 
 
+def locate(name: str, root: Path) -> tuple[Path, str]:
+    """Where ansible-playbook runs, and the playbook it is given, for playbooks/<name>.yml of the
+    collection at root.
+
+    A source tree (the checkout) runs in itself, by path, under its own ansible.cfg (the lab's
+    inventory, the collection link). An installed collection (MANIFEST.json) runs by FQCN in the
+    current directory, as `ansible-playbook infertune.fleet.<name>` would: the user's ansible.cfg,
+    reports/ there.
+    """
+    if not (root / "playbooks" / f"{name}.yml").is_file():
+        raise runner.UsageError(f"playbooks/{name}.yml not found in {root}, nor a collection {FQCN} on Ansible's "
+                                f"collections path: install it (ansible-galaxy collection install "
+                                f"infertune-fleet-VERSION.tar.gz)")
+    if (root / "MANIFEST.json").is_file():
+        return Path.cwd(), f"{FQCN}.{name}"
+    return root, f"playbooks/{name}.yml"
+
+
 def run(inv: runner.Invocation, args, watch=None):
     """Run the playbook with live progress, every event to watch(event) too when given; return
     (RunSummary, runner.Outcome)."""
@@ -125,8 +142,9 @@ def drift_main(args, root: Path) -> int:
 
     try:
         with runner.vars_files([runner.absolute(e, "@") for e in args.extra_vars] + drift_vars(args)) as extra_vars:
+            project_dir, playbook = locate(PLAYBOOKS["drift"][0], root)
             inv = runner.Invocation(
-                project_dir=root, playbook=PLAYBOOKS["drift"][0],
+                project_dir=project_dir, playbook=playbook,
                 inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
                 extra_vars=extra_vars, verbosity=args.verbose,
                 vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))
@@ -146,18 +164,15 @@ def drift_main(args, root: Path) -> int:
     return written["exit_status"]
 
 
-def main(argv=None, root: Path = REPO) -> int:
+def main(argv=None, root: Path = COLLECTION) -> int:
     args = parse_args(argv)
-    playbook = PLAYBOOKS[args.command][0]
-    if not (root / playbook).is_file():
-        print(f"infertune: {playbook} not found in {root}", file=sys.stderr)
-        return drift.ERROR if args.command == "drift" else 2
     if args.command == "drift":
         return drift_main(args, root)
     try:
         with runner.vars_files([runner.absolute(e, "@") for e in args.extra_vars]) as extra_vars:
+            project_dir, playbook = locate(PLAYBOOKS[args.command][0], root)
             inv = runner.Invocation(
-                project_dir=root, playbook=playbook,
+                project_dir=project_dir, playbook=playbook,
                 inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
                 check=args.check, diff=args.diff, extra_vars=extra_vars, verbosity=args.verbose,
                 vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))

@@ -20,7 +20,7 @@ from ansible.parsing.splitter import parse_kv
 @dataclass
 class Invocation:
     project_dir: Path
-    playbook: str  # relative to project_dir
+    playbook: str  # relative to project_dir, or a collection playbook's FQCN
     inventories: list = field(default_factory=list)
     limit: str | None = None
     check: bool = False

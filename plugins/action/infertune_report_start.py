@@ -4,15 +4,30 @@ current (infertune.report.mark_earlier), so that it never reads as this run's.
 Runs on the control node only (run_once, in the plan play). Options: dir (reports directory),
 hosts (the hosts the run's report covers). Returns dir, hosts, started (when this run started,
 UTC) and marked (whether there was a report to mark); the infertune_report callback reads
-them to write this run's report should the playbook end before its verify play.
+them to write this run's report should the playbook end before its verify play. Warns when
+that callback is not enabled: the plays are correct without it, but such a run leaves no
+report of its own.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ansible import constants as C
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.infertune.fleet.infertune.report import mark_earlier
+
+CALLBACK = "infertune.fleet.infertune_report"
+
+
+def callback_warning(enabled):
+    """The warning for a run whose enabled callbacks (callbacks_enabled) lack ours, else None."""
+    if CALLBACK in (enabled or ()):
+        return None
+    return (f"{CALLBACK} is not enabled (callbacks_enabled in ansible.cfg, or ANSIBLE_CALLBACKS_ENABLED): "
+            "should this run end before its verify play, it leaves no fleet report of its own, only the "
+            "earlier one marked as not current")
 
 
 class ActionModule(ActionBase):
@@ -27,4 +42,7 @@ class ActionModule(ActionBase):
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         result.update(changed=False, dir=directory, hosts=hosts, started=started,
                       marked=mark_earlier(directory, started))
+        warning = callback_warning(C.config.get_config_value("CALLBACKS_ENABLED"))
+        if warning:
+            Display().warning(warning)
         return result

@@ -50,6 +50,21 @@ def entry(host, facts, play_hosts, options, check_mode):
     }
 
 
+def child_env(task_vars, environ):
+    """The verification's environment: this run's inventory sources and Ansible configuration.
+
+    testinfra reads the inventory through ansible-inventory where no connection was handed over
+    (the same sources as this run, the same interpreter's tools), and its ssh settings from
+    ANSIBLE_CONFIG, else ./ansible.cfg: it runs in the collection, so without this it would miss
+    the configuration the run uses (ssh options, the ControlPath it shares).
+    """
+    env = dict(environ, PATH=os.path.dirname(sys.executable) + os.pathsep + environ.get("PATH", ""),
+               ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
+    if task_vars.get("ansible_config_file"):
+        env["ANSIBLE_CONFIG"] = task_vars["ansible_config_file"]
+    return env
+
+
 def outcome(host_report):
     """A host's result in the fleet report, the details of its checks that failed or broke and
     the knobs (report rows) they belong to."""
@@ -74,12 +89,9 @@ class ActionModule(ActionBase):
         run = {host: entry(host, hostvars[host], play_hosts, options, check_mode) for host in options["hosts"]}
         argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
                 "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"])]
-        # testinfra reads the inventory through ansible-inventory where no connection was handed
-        # over: the same sources as this run, the same interpreter's tools.
-        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                   ANSIBLE_INVENTORY=",".join(task_vars.get("ansible_inventory_sources", [])))
-        proc = subprocess.run(argv, input=json.dumps(run), cwd=COLLECTION, env=env, capture_output=True, text=True,
-                              check=False)
+        # In the collection root: `python -m infertune.verify` runs this collection's package.
+        proc = subprocess.run(argv, input=json.dumps(run), cwd=COLLECTION, env=child_env(task_vars, os.environ),
+                              capture_output=True, text=True, check=False)
         result.update(rc=proc.returncode, stdout=proc.stdout, stdout_lines=proc.stdout.splitlines())
         if proc.returncode != 0:
             result["failed"] = True

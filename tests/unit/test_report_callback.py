@@ -57,7 +57,8 @@ PLAY = """- name: Plan
 """
 
 
-def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
+def run_lost_batch(tmp_path, **env):
+    """The play above after an earlier run's passing report; returns (reports dir, rc, output)."""
     reports = tmp_path / "reports"
     # An earlier run's report: every host passed.
     (reports / "hosts").mkdir(parents=True)
@@ -74,11 +75,16 @@ def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
             "-i", str(tmp_path / "inventory.yml"), "-e", f"report_dir={reports}", "-e", "report_enforce=false"]
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", **env)
     proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    out = proc.stdout + proc.stderr
+    return reports, proc.returncode, proc.stdout + proc.stderr
+
+
+def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
+    reports, rc, out = run_lost_batch(tmp_path)
     # Ansible ended the playbook after the lost batch: no verify play.
-    assert proc.returncode == 4 and "PLAY [Verify]" not in out, out[-3000:]
+    assert rc == 4 and "PLAY [Verify]" not in out, out[-3000:]
+    assert "is not enabled" not in out
     fleet = json.loads((reports / "fleet.json").read_text())
     assert "not_current" not in fleet, out[-3000:]
     hosts = fleet["hosts"]
@@ -92,3 +98,11 @@ def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
     text = (reports / "fleet.md").read_text()
     assert "3 hosts: 0 pass, 2 fail (gpu-a in stage runtime, gpu-b in stage plan), 1 not verified." in text
     assert "written after the playbook ended early" in out
+
+
+def test_without_the_callback_the_run_warns_and_the_earlier_report_is_not_current(tmp_path):
+    # A collection user's configuration, whose callbacks_enabled lacks ours.
+    reports, rc, out = run_lost_batch(tmp_path, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.timer")
+    assert rc == 4 and "written after the playbook ended early" not in out, out[-3000:]
+    assert "infertune.fleet.infertune_report is not enabled" in " ".join(out.split()), out[-3000:]
+    assert json.loads((reports / "fleet.json").read_text())["not_current"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+import infertune
 from infertune import cli, runner
 from infertune.progress import Progress
 from infertune.summary import RunSummary
@@ -259,7 +260,7 @@ def test_an_inline_path_without_at_is_refused_as_ansible_does(capsys):
 def test_relative_paths_become_absolute_and_other_values_pass(monkeypatch):
     monkeypatch.chdir(FIXTURE)
     assert runner.absolute("inventory.yml") == str(FIXTURE.resolve() / "inventory.yml")
-    assert runner.absolute("@site.yml", "@") == "@" + str(FIXTURE.resolve() / "site.yml")
+    assert runner.absolute("@inventory.yml", "@") == "@" + str(FIXTURE.resolve() / "inventory.yml")
     assert runner.absolute("node-a,node-b,") == "node-a,node-b,"
     assert runner.absolute("knob_dir=x", "@") == "knob_dir=x"
 
@@ -274,7 +275,7 @@ def test_child_path_starts_with_the_bin_dir_of_our_python_when_it_has_ansible(tm
 
 
 def test_list_hosts_asks_ansible_and_honours_limit():
-    inv = runner.Invocation(FIXTURE, "site.yml", inventories=[str(FIXTURE / "inventory.yml")])
+    inv = runner.Invocation(FIXTURE, "playbooks/site.yml", inventories=[str(FIXTURE / "inventory.yml")])
     assert runner.list_hosts(inv) == ["node-a", "node-b", "node-c"]
     inv.limit = "node-a,node-c"
     assert runner.list_hosts(inv) == ["node-a", "node-c"]
@@ -353,7 +354,59 @@ def test_ansible_errors_without_a_host_to_blame_are_shown_and_fail(tmp_path, cap
 
 def test_missing_playbook_is_an_error(tmp_path, capsys):
     assert cli.main(["verify"], root=tmp_path) == 2
-    assert "playbooks/verify.yml not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "playbooks/verify.yml not found" in err and "ansible-galaxy collection install" in err
+
+
+# --- an installed collection, from a pip-installed console script -------------------------
+
+def installed_collection(base):
+    """The fixture's playbooks as an installed infertune.fleet under base (MANIFEST.json, the
+    checkout's plugins): what `ansible-galaxy collection install` leaves."""
+    root = base / "ansible_collections" / "infertune" / "fleet"
+    (root / "playbooks").mkdir(parents=True)
+    (root / "MANIFEST.json").write_text(json.dumps({"collection_info": {"namespace": "infertune", "name": "fleet"}}))
+    (root / "plugins").symlink_to(Path(__file__).resolve().parents[2] / "plugins")
+    (root / "playbooks" / "site.yml").write_text((FIXTURE / "playbooks" / "site.yml").read_text())
+    # Reports default to reports/ under the directory the command runs in, as the report role's do.
+    (root / "playbooks" / "verify.yml").write_text("""- name: Verify the fleet
+  hosts: fleet
+  gather_facts: false
+  tasks:
+    - name: The run's current directory is the user's
+      ansible.builtin.assert:
+        that: "'reports' | ansible.builtin.realpath == expected_reports"
+""")
+    return root
+
+
+def test_a_package_outside_the_collection_finds_it_on_the_collections_path(tmp_path):
+    site_packages = tmp_path / "site-packages"
+    site_packages.mkdir()
+    assert infertune.find_collection(site_packages, search=[tmp_path / "none"]) is None
+    root = installed_collection(tmp_path / "collections")
+    assert infertune.find_collection(site_packages, search=[tmp_path / "none", tmp_path / "collections"]) == root
+    # The package inside a collection (a checkout, an installed one) belongs to that one.
+    assert infertune.find_collection(root, search=[]) == root
+
+
+def test_the_checkout_runs_in_itself_and_an_installed_collection_by_fqcn_here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.locate("site", FIXTURE) == (FIXTURE, "playbooks/site.yml")
+    root = installed_collection(tmp_path / "collections")
+    assert cli.locate("verify", root) == (tmp_path, "infertune.fleet.verify")
+
+
+def test_an_installed_collection_runs_from_an_empty_directory(tmp_path, monkeypatch, capsys):
+    root = installed_collection(tmp_path / "collections")
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "collections"))
+    work = tmp_path / "empty"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    status = cli.main(["verify", "-i", str(FIXTURE / "inventory.yml"), "-e", f"expected_reports={work / 'reports'}",
+                       "--json", "summary.json"], root=root)
+    summary = json.loads((work / "summary.json").read_text())
+    assert (status, summary["playbook"], summary["totals"]["ok"]) == (0, "infertune.fleet.verify", 3), capsys.readouterr()
 
 
 def test_every_stage_the_playbooks_record_is_one_the_summary_knows():

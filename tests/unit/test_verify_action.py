@@ -1,6 +1,7 @@
 """plugins/action/infertune_verify.py: what it hands infertune.verify per host, and what it
 reads back from the fleet report for the assert that fails hosts."""
 import importlib.util
+import os
 from pathlib import Path
 
 SPEC = importlib.util.spec_from_file_location(
@@ -53,3 +54,13 @@ def test_outcome_lists_the_checks_that_failed_or_broke_and_their_knobs():
     assert action.outcome(report) == {"result": "fail", "off": ["512 on 0000:01:00.0", "unreadable"],
                                       "failing": ["pcie_mrrs", "cpufreq"]}
     assert action.outcome({"result": "not verified"}) == {"result": "not verified", "off": [], "failing": []}
+
+
+def test_the_verification_reads_the_configuration_and_inventory_of_the_run():
+    env = action.child_env({"ansible_inventory_sources": ["/inv/a", "/inv/b"], "ansible_config_file": "/proj/ansible.cfg"},
+                           {"PATH": "/usr/bin", "HOME": "/root"})
+    # testinfra runs in the collection: without ANSIBLE_CONFIG it would read no configuration, or
+    # the ansible.cfg of the directory it runs in instead of the run's.
+    assert (env["ANSIBLE_CONFIG"], env["ANSIBLE_INVENTORY"], env["HOME"]) == ("/proj/ansible.cfg", "/inv/a,/inv/b", "/root")
+    assert env["PATH"].endswith(os.pathsep + "/usr/bin")
+    assert "ANSIBLE_CONFIG" not in action.child_env({"ansible_config_file": None}, {"PATH": "/usr/bin"})
