@@ -36,7 +36,7 @@ OUTPUT_TAIL_LINES = 40
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="infertune", description=__doc__.partition("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, (_, help_text) in PLAYBOOKS.items():
+    for name, (_playbook, help_text) in PLAYBOOKS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("-i", "--inventory", action="append", default=[],
                          help="inventory path or host list; repeatable (default: ansible.cfg's)")
@@ -72,8 +72,8 @@ def _cell(value) -> str:
 
 
 def table(rows, columns=COLUMNS) -> str:
-    cells = [[title for _, title in columns]]
-    cells += [[_cell(row[key]) for key, _ in columns] for row in rows]
+    cells = [[title for _key, title in columns]]
+    cells += [[_cell(row[key]) for key, _title in columns] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
 
@@ -148,7 +148,7 @@ def drift_main(args, root: Path) -> int:
                 inventories=[runner.absolute(i) for i in args.inventory], limit=args.limit,
                 extra_vars=extra_vars, verbosity=args.verbose,
                 vault_password_file=args.vault_password_file and runner.absolute(args.vault_password_file))
-            _, outcome = run(inv, args, watch)
+            _summary, outcome = run(inv, args, watch)
     except runner.UsageError as err:
         print(f"infertune: {err}", file=sys.stderr)
         return drift.ERROR

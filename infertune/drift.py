@@ -127,7 +127,7 @@ def textfile(state: dict) -> str:
     """The state in the Prometheus text exposition format: HELP and TYPE, then every sample of the
     family. Hosts never read have only infertune_host_checked 0; no sample carries a timestamp
     (node_exporter refuses those in textfiles)."""
-    samples = {name: [] for name, _ in FAMILIES}
+    samples = {name: [] for name, _help in FAMILIES}
     for host, entry in state["hosts"].items():
         h = _label(host)
         samples["infertune_host_checked"].append((f'host="{h}"', int(entry["checked"])))

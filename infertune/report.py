@@ -302,7 +302,7 @@ def run_summary(report, run):
     planned change under --check; those a host did not reach otherwise), the hosts drained and
     rebooted. Host and knob names, stages and the report's reasons only: no variable's value."""
     hosts = report["hosts"]
-    names = [key for key, _, _ in knobs() if key not in {extra[0] for extra in EXTRA}]
+    names = [key for key, _label, _tests in knobs() if key not in {extra[0] for extra in EXTRA}]
     pending = {}
     for host, entry in sorted(run.items()):
         results, check_mode = entry.get("results") or {}, bool(entry.get("check_mode"))
@@ -488,7 +488,7 @@ def drift_section(directory):
     path = Path(directory) / "drift.json"
     if not path.exists():
         return ""
-    return drift_markdown(json.loads(path.read_text()), {key: label for key, label, _ in knobs()})
+    return drift_markdown(json.loads(path.read_text()), {key: label for key, label, _tests in knobs()})
 
 
 def update_drift_section(directory):

@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
         result["changed"] = False
         options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
         hostvars = task_vars["hostvars"]
-        catalog = {name for name, _, _ in report.knobs()} - {name for name, _, _ in report.EXTRA}
+        catalog = {k[0] for k in report.knobs()} - {k[0] for k in report.EXTRA}
         readings = {h: reading(h, hostvars[h], catalog) for h in options["hosts"]}
         textfile_dir = options.get("textfile_dir") or ""
         if textfile_dir and not os.path.isdir(textfile_dir):

@@ -25,7 +25,7 @@ options:
   rollout:
     description:
       - The play's hosts are rolled out next (C(playbooks/rollout.yml)). Then, outside C(--check), an apply on
-        a slice of the fleet (AWX job slicing: the inventory's C(gpu_nodes) holds fewer hosts than
+        a slice of the fleet (AWX job slicing, where the inventory's C(gpu_nodes) holds fewer hosts than
         C(infertune_fleet_size)) is refused unless C(rollout_slice_max_failures) is set, and an apply that an
         AWX workflow runs needs C(infertune_fleet_size).
     type: bool
