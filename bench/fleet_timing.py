@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time site.yml on fleets of 8 and 32 lab hosts against one `ansible -m setup` round.
+"""Time site.yml on fleets of 8 and 32 lab hosts against one `ansible -m setup` round, in wall
+time and in the control node's CPU seconds (the ansible process tree's user + system).
 
 For each fleet size the lab is recreated from the image (seed profile on every
 host) with sglang's package files, then timed: one `setup` round (the baseline),
@@ -21,6 +22,7 @@ import argparse
 import configparser
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,13 +49,24 @@ def fleet(hosts):
     labctl("up", "--fresh", "--hosts", str(hosts), "--profile", PROFILE, "--profile-map", "")
 
 
-def setup_round():
+def timed(argv, env=None):
+    """Run argv to the end: (process, wall seconds, the control node's CPU seconds). The CPU is user +
+    system of the process and every descendant it waited for (Ansible's forked workers; not the
+    ssh ControlPersist masters, which detach), from this process's RUSAGE_CHILDREN."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    proc = subprocess.run([str(BIN / "ansible"), "gpu_nodes", "-m", "ansible.builtin.setup"],
-                          cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return proc, seconds, cpu
+
+
+def setup_round():
+    proc, seconds, cpu = timed([str(BIN / "ansible"), "gpu_nodes", "-m", "ansible.builtin.setup"])
     if proc.returncode:
         raise SystemExit(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return round(time.monotonic() - start, 1)
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}
 
 
 def median_of(measure_once):
@@ -70,10 +83,7 @@ def seconds_between(duration):
 def run(hosts, playbook_file="site.yml", *args):
     """Run a playbook with the json callback: seconds, per-phase seconds, batches, tasks, changes."""
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    start = time.monotonic()
-    proc = subprocess.run([str(BIN / "ansible-playbook"), playbook_file, *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - start
+    proc, seconds, cpu = timed([str(BIN / "ansible-playbook"), playbook_file, *args], env)
     if proc.returncode:
         raise SystemExit(proc.stdout[-6000:] + proc.stderr[-3000:])
     result = json.loads(proc.stdout)
@@ -89,7 +99,8 @@ def run(hosts, playbook_file="site.yml", *args):
     # Not one number: run_once tasks count on the first host of a batch or play only.
     tasks = sorted({s["ok"] + s["changed"] + s["skipped"] for s in stats.values()})
     batches = sum(1 for play in result["plays"] if PHASES.get(play["play"]["name"]) == "batches" and play["tasks"])
-    return {"seconds": round(seconds, 1), "seconds_per_host": round(seconds / hosts, 2), "phases": phases,
+    return {"seconds": round(seconds, 1), "seconds_per_host": round(seconds / hosts, 2),
+            "cpu_seconds": round(cpu, 1), "cpu_seconds_per_host": round(cpu / hosts, 2), "phases": phases,
             "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()}}
 
 
@@ -114,27 +125,32 @@ def drift_run(hosts):
 
 def measure(hosts):
     fleet(hosts)
-    setup_s = median_of(setup_round)
+    setup = median_of(setup_round)
+    setup_s = setup["seconds"]
     runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
             "check": median_of(lambda: run(hosts, "site.yml", "--check")),
             "verify": median_of(lambda: run(hosts, "playbooks/verify.yml")),
             "drift": median_of(lambda: drift_run(hosts))}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
-    return {"hosts": hosts, "setup_seconds": setup_s, "repeat": REPEAT, **runs,
+    return {"hosts": hosts, "setup_seconds": setup_s, "setup_cpu_seconds": setup["cpu_seconds"],
+            "setup_cpu_seconds_per_host": round(setup["cpu_seconds"] / hosts, 2), "repeat": REPEAT, **runs,
             **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2)
+               for name in ("noop", "check", "verify", "drift")},
+            **{f"{name}_cpu_over_setup": round(runs[name]["cpu_seconds"] / setup["cpu_seconds"], 2)
                for name in ("noop", "check", "verify", "drift")}}
 
 
 def print_table(rows):
-    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'plan':>5} {'batches':>7} "
-          f"{'verify':>6} {'#batch':>6} {'changed':>7}")
+    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'cpu s':>6} {'x cpu':>6} {'plan':>5} "
+          f"{'batches':>7} {'verify':>6} {'#batch':>6} {'changed':>7}")
     for r in rows:
         for name in ("converge", "noop", "check", "verify", "drift"):
             result = r[name]
             phases = result["phases"]
             print(f"{r['hosts']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
-                  f"{result['seconds'] / r['setup_seconds']:>7.2f} {phases.get('plan', phases.get('read', '-')):>5} "
+                  f"{result['seconds'] / r['setup_seconds']:>7.2f} {result['cpu_seconds']:>6} "
+                  f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} {phases.get('plan', phases.get('read', '-')):>5} "
                   f"{phases.get('batches', '-'):>7} {phases.get('verify', '-'):>6} {result['batches']:>6} "
                   f"{result['changed']:>7}")
 
