@@ -2,7 +2,7 @@
 Prometheus textfile for node_exporter and the drift section of reports/fleet.md.
 
 Runs on the control node only (run_once, after the read). Each host of the run is read from its
-variables: the registered reachability check (drift_reach: unreachable), the plan's stop
+variables: the plan's reason for a host it could not reach (infertune_unreachable), the plan's stop
 (infertune_failure), the plan (infertune_plan: pending knobs, every enabled knob, the reasons to
 reboot) and, when the run verified, the catalog knobs its verification found off
 (report_verified), which count as pending too. infertune.drift merges that into the state the
@@ -27,9 +27,8 @@ LOST = "unreachable or failed before its plan was read (the run's output names t
 
 def reading(host, facts, catalog):
     """This run's reading of one host (drift.read_ok or drift.read_failed), from its variables."""
-    reach = plain(facts.get("drift_reach")) or {}
-    if reach.get("unreachable"):
-        return drift.read_failed("unreachable: " + report.first_line(reach.get("msg") or "no answer"))
+    if "infertune_unreachable" in facts:
+        return drift.read_failed("unreachable: " + report.first_line(str(plain(facts["infertune_unreachable"])) or "no answer"))
     if "infertune_failure" in facts:
         return drift.read_failed("stopped by the plan: " + str(plain(facts["infertune_failure"])))
     plan = plain(facts.get("infertune_plan"))

@@ -59,11 +59,6 @@ options:
       and mode, each unit's enablement and state - returned as C(fingerprint), so the controller can
       tell whether files it renders later would change anything.
     type: dict
-  publish:
-    description: Set the C(infertune_plan) fact; false returns the plan as C(plan)
-      only (a second read, such as the proof after a reboot, leaves the host's plan alone).
-    type: bool
-    default: true
 author: infertune developers (@infertune)
 """
 
@@ -72,18 +67,15 @@ EXAMPLES = r"""
   infertune.fleet.infertune_plan:
     knobs: "{{ infertune_selected_knobs }}"
     reboot_strategy: when_needed
+  register: host_plan
 """
 
 RETURN = r"""
-ansible_facts:
-  description: C(infertune_plan) (C(results) per knob, C(pending), C(failed), C(reboot),
-    C(reboot_reasons), C(drain), C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(weights) and
-    C(fingerprint) when asked).
-  returned: when publish is true
-  type: dict
 plan:
-  description: The same plan, when publish is false.
-  returned: when publish is false
+  description: C(results) per knob, C(pending), C(failed), C(reboot), C(reboot_reasons), C(drain),
+    C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(weights) and C(fingerprint)
+    when asked. The plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
+  returned: always
   type: dict
 """
 
@@ -168,7 +160,6 @@ def main():
         "fingerprint": {"type": "dict"},
         "weights": {"type": "dict"},
         "backend": {"type": "dict"},
-        "publish": {"type": "bool", "default": True},
     }, supports_check_mode=True)
     entries = []
     for entry in module.params["knobs"]:
@@ -182,9 +173,7 @@ def main():
     plan = dict(summarize(entries, results, module.params["reboot_strategy"]), results=results,
                 machine_id=machine_id("/"))
     checks(module, plan)
-    if not module.params["publish"]:
-        module.exit_json(changed=False, plan=plan)
-    module.exit_json(changed=False, ansible_facts={"infertune_plan": plan})
+    module.exit_json(changed=False, plan=plan)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ PLAN = {"pending": ["cpufreq"], "reboot_reasons": ["command line"],
 
 
 def test_a_host_read_has_its_catalog_knobs_what_differs_and_why_it_must_reboot():
-    got = action.reading("gpu-1", {"drift_reach": {"ping": "pong"}, "infertune_plan": PLAN}, CATALOG)
+    got = action.reading("gpu-1", {"infertune_plan": PLAN}, CATALOG)
     assert got == drift.read_ok(["cpufreq", "pcie_mrrs", "kernel_cmdline"],
                                 {"cpufreq": "epp: balance_power -> performance"}, ["command line"])
 
@@ -30,11 +30,10 @@ def test_knobs_the_verification_found_off_count_as_pending():
 
 
 def test_a_host_not_read_says_why():
-    unreachable = action.reading("gpu-1", {"drift_reach": {"unreachable": True, "msg": "No route to host\nmore"}},
-                                 CATALOG)
+    unreachable = action.reading("gpu-1", {"infertune_unreachable": "No route to host\nmore"}, CATALOG)
     stopped = action.reading("gpu-1", {"infertune_plan": PLAN, "infertune_failure": "gpu-1: GPU gate: 7 GPUs"},
                              CATALOG)
-    lost = action.reading("gpu-1", {"drift_reach": {"ping": "pong"}}, CATALOG)
+    lost = action.reading("gpu-1", {}, CATALOG)
     assert unreachable == drift.read_failed("unreachable: No route to host")
     assert stopped == drift.read_failed("stopped by the plan: gpu-1: GPU gate: 7 GPUs")
     assert lost == drift.read_failed(action.LOST)

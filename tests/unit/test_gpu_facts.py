@@ -305,7 +305,7 @@ def test_the_plan_gates_the_gpus_and_fingerprints_in_its_one_read(fake_smi, tmp_
     unit_file = tmp_path / "sglang.service"
     unit_file.write_text("[Unit]\n")
     rc, result = run_module("infertune_plan", {
-        "knobs": [], "gpu_gate": dict(source="nvidia_smi", **SEED_PROFILE), "publish": False,
+        "knobs": [], "gpu_gate": dict(source="nvidia_smi", **SEED_PROFILE),
         "fingerprint": {"files": [str(unit_file), str(tmp_path / "absent")], "units": []}}, capsys)
     assert rc == 0 and result["changed"] is False
     plan = result["plan"]

@@ -124,11 +124,11 @@ def test_module_returns_the_dump_for_the_decode_floor(model, capsys):
 
 def test_the_plan_checks_the_weights_in_its_one_read_and_never_fails_for_them(model, capsys):
     """The plan returns the problems for its Stop task; a complete model has none."""
-    rc, out = run_module("infertune_plan", {"knobs": [], "publish": False, "weights": {"path": str(model)}}, capsys)
+    rc, out = run_module("infertune_plan", {"knobs": [], "weights": {"path": str(model)}}, capsys)
     assert rc == 0 and out["plan"]["weights"]["problems"] == []
     size = os.path.getsize(model / SHARDS[1])
     os.truncate(model / SHARDS[1], size - 10)
-    rc, out = run_module("infertune_plan", {"knobs": [], "publish": False, "weights": {"path": str(model)}}, capsys)
+    rc, out = run_module("infertune_plan", {"knobs": [], "weights": {"path": str(model)}}, capsys)
     assert rc == 0 and out["changed"] is False
     assert out["plan"]["weights"]["problems"] == [
         "%s is %d bytes, its header needs %d: truncated" % (model / SHARDS[1], size - 10, size)]

@@ -1,5 +1,6 @@
 """Persistence mode: the nvidia_persistence knob (the driver's unit, no files of ours), the plan's
 line when the unit is missing, and when the GPU gate asks for persistence mode."""
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import yaml
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
+from ansible_collections.infertune.fleet.infertune import host_plan
 from fakehost import REPO
 
 CATALOG = yaml.safe_load((REPO / "roles/infertune/vars/main.yml").read_text())["infertune_knobs"]
@@ -107,12 +109,10 @@ PLAY = """- name: Rules
       loop: [[true, true], [true, false], [false, true], [false, false]]
       tags: [always]
 
-    - name: The plan's line for a knob that cannot be applied
+    - name: The catalog's knobs as the plan names them
       ansible.builtin.debug:
-        msg: "{{ infertune_knob_failures }}"
-      vars:
-        infertune_plan: {failed: {}}
-        infertune_units_plan: {plan: {failed: {nvidia_persistence: "%s: no such unit on this host"}}}
+        msg: "CATALOG {{ infertune_selected_knobs | map(attribute='name') | zip(infertune_selected_knobs | map(attribute='role'),
+                        infertune_selected_knobs | map(attribute='toggle', default='')) | to_json }}"
       tags: [always]
 """
 
@@ -120,7 +120,7 @@ PLAY = """- name: Rules
 def play(tmp_path, *args):
     files = sorted(str(path) for path in REPO.glob("roles/*/defaults/main.yml"))
     files.append(str(REPO / "roles/infertune/vars/main.yml"))
-    (tmp_path / "play.yml").write_text(PLAY % (files, UNIT))
+    (tmp_path / "play.yml").write_text(PLAY % (files,))
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="default",
                ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     proc = subprocess.run([str(REPO / ".venv/bin/ansible-playbook"), "-i", "gpu-07,", "-c", "local",
@@ -144,5 +144,11 @@ def test_the_gate_asks_for_persistence_where_it_should_be_on_by_then(tmp_path):
 
 
 def test_the_plan_names_the_host_the_unit_and_the_variable(tmp_path):
-    assert (f"gpu-07: nvidia_persistence (role nvidia): {UNIT}: no such unit on this host;"
-            " set nvidia_persistence_enabled: false to leave it out") in play(tmp_path)
+    out = play(tmp_path)
+    line = next(line for line in out.splitlines() if '"msg": "CATALOG ' in line)
+    names = json.loads(json.loads(line.split('"msg": ', 1)[1].rstrip(","))[len("CATALOG "):])
+    catalog = [{"name": name, "role": role, "toggle": toggle or None} for name, role, toggle in names]
+    failed = {"nvidia_persistence": f"{UNIT}: no such unit on this host"}
+    assert host_plan.knob_failures("gpu-07", catalog, failed) == [
+        f"gpu-07: nvidia_persistence (role nvidia): {UNIT}: no such unit on this host;"
+        " set nvidia_persistence_enabled: false to leave it out"]

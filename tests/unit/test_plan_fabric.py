@@ -15,7 +15,7 @@ def test_a_root_port_at_x4_stops_the_plan_naming_it(monkeypatch, tmp_path, capsy
     write(root, "/sys/bus/pci/devices/%s/aer_dev_correctable" % SWITCH_GPUS[0], "TOTAL_ERR_COR 2\n")
     on_tree(monkeypatch, root)
     before = snapshot(root)
-    rc, result = run_module("infertune_plan", {"knobs": [], "publish": False,
+    rc, result = run_module("infertune_plan", {"knobs": [],
                                                "fabric": {"gates": ["width", "speed"]}}, capsys)
     assert rc == 0 and result["changed"] is False and snapshot(root) == before
     fabric = result["plan"]["fabric"]
@@ -27,11 +27,11 @@ def test_a_root_port_at_x4_stops_the_plan_naming_it(monkeypatch, tmp_path, capsy
 
 def test_a_fabric_that_cannot_be_read_is_a_problem_not_a_crash(monkeypatch, tmp_path, capsys):
     on_tree(monkeypatch, fabric_tree(str(tmp_path)))
-    rc, result = run_module("infertune_plan", {"knobs": [], "publish": False,
+    rc, result = run_module("infertune_plan", {"knobs": [],
                                                "fabric": {"gates": ["width", "lanes"]}}, capsys)
     assert rc == 0 and result["plan"]["fabric"]["failures"] == ["gates: unknown lanes; known: width, speed, bar1, p2p"]
 
 
 def test_no_fabric_option_no_fabric_read(capsys):
-    rc, result = run_module("infertune_plan", {"knobs": [], "publish": False}, capsys)
+    rc, result = run_module("infertune_plan", {"knobs": []}, capsys)
     assert rc == 0 and "fabric" not in result["plan"]

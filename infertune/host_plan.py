@@ -1,0 +1,133 @@
+"""One host's plan from its reads: which unit knobs are in place, what a second read asks, and the
+record the roles publish (the merged plan, the results, the reasons the plan stops the host, the
+group it joins). Plain data in, plain data out: plugins/action/infertune_host_plan.py runs it on
+the control node, once per host, between the reads."""
+from __future__ import annotations
+
+import hashlib
+
+# A unit asked to be stopped is in place only when it neither runs nor waits to restart.
+RUNNING = ("active", "activating", "reloading")
+PENDING_GROUP = "infertune_pending"
+CONVERGED_GROUP = "infertune_converged"
+
+
+def truthy(value):
+    """A boolean as Ansible's bool filter reads one (-e gives strings)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)
+
+
+def units(catalog):
+    """The catalog's unit knobs (module systemd_unit): their files are compared on the controller."""
+    return [knob for knob in catalog if knob.get("module") == "systemd_unit"]
+
+
+def files_in_place(files, found):
+    """Whether every rendered file is on the host with the same content (sha1) and mode."""
+    for wanted in files:
+        old = found.get(wanted["path"])
+        if (old is None or old.get("sha1") != hashlib.sha1(str(wanted["content"]).encode()).hexdigest()
+                or old.get("mode") != wanted.get("mode", "0644")):
+            return False
+    return True
+
+
+def in_place(catalog, fingerprint):
+    """{unit knob: its files and unit state as asked}, from the first read's fingerprint."""
+    out = {}
+    for knob in units(catalog):
+        args = knob["args"]
+        unit = fingerprint["units"][args["unit"]]
+        files = list(args.get("files") or []) + list(knob.get("secret_files") or [])
+        enabled = (unit.get("enabled") == "enabled") == truthy(args.get("enabled"))
+        active = (unit.get("active") == "active" if truthy(args.get("started"))
+                  else unit.get("active") not in RUNNING)
+        out[knob["name"]] = files_in_place(files, fingerprint["files"]) and enabled and active
+    return out
+
+
+def second_read(catalog, placed):
+    """The second read's knobs (their secret files apart, for the no_log option) for the unit knobs
+    not in place, in catalog order: (knobs, secret_files)."""
+    changed = [knob for knob in units(catalog) if not placed.get(knob["name"], False)]
+    knobs = [{k: v for k, v in knob.items() if k != "secret_files"} for knob in changed]
+    return knobs, {knob["name"]: list(knob.get("secret_files") or []) for knob in changed}
+
+
+def unit_results(catalog, placed, fingerprint):
+    """The result contract of the unit knobs the first read found in place."""
+    out = {}
+    for knob in units(catalog):
+        if not placed.get(knob["name"], False):
+            continue
+        name = knob["args"]["unit"]
+        unit = fingerprint["units"][name]
+        out[knob["name"]] = {
+            "changed": False, "before": unit, "after": unit, "reboot_required": False, "runtime_pending": False,
+            "msg": name + ": " + ("files in place" if knob.get("paths") else f"{unit.get('enabled')}, {unit.get('active')}")}
+    return out
+
+
+def merged(first, second):
+    """The plan of both reads: the second (the unit knobs that differ) over the first."""
+    second = second or {"results": {}, "pending": [], "drain": False}
+    return dict(first, results={**first.get("results", {}), **second.get("results", {})},
+                pending=list(first.get("pending", [])) + list(second.get("pending", [])),
+                drain=bool(first.get("drain")) or bool(second.get("drain")))
+
+
+def knob_failures(host, catalog, failed):
+    """One line per knob that cannot be applied, naming the knob, its role and the toggle that
+    leaves it out."""
+    lines = []
+    for knob in catalog:
+        if knob["name"] in failed:
+            toggle = knob.get("toggle")
+            lines.append(f"{host}: {knob['name']} (role {knob['role']}): {failed[knob['name']]}"
+                         + (f"; set {toggle}: false to leave it out" if toggle else ""))
+    return lines
+
+
+def results(plan, backend, fabric):
+    """The results the report and the rollout read: the plan's, the MoE backend's verdict when it
+    was judged, the fabric gates' when they ran."""
+    out = dict(plan["results"])
+    if backend.get("verdict") is not None:
+        found = list(dict.fromkeys(f.get("resolved_backend") for f in backend.get("findings") or []))
+        out["backend"] = {"changed": False, "before": None, "msg": backend.get("reason", ""),
+                          "after": f"{backend['verdict']} ({', '.join(str(b) for b in found)})"}
+    if fabric is not None:
+        out["fabric"] = {"changed": False, "before": None, "msg": fabric.get("msg", ""),
+                         "after": "; ".join([fabric.get("msg", "")] + list(fabric.get("warnings") or [])),
+                         "aer": fabric.get("aer") or {}}
+    return out
+
+
+def problems(host, catalog, first, second, extra, control_node):
+    """Why the plan stops the host, one line each: knobs that cannot be applied, the GPU gate, the
+    PCIe fabric gates, `extra` (sglang's checks), the model weights, the control node."""
+    failed = {**first.get("failed", {}), **(second or {}).get("failed", {})}
+    return (knob_failures(host, catalog, failed)
+            + [f"{host}: GPU gate: {p}" for p in (first.get("gpus") or {}).get("problems") or []]
+            + [f"{host}: PCIe fabric (role pcie): {p}" for p in (first.get("fabric") or {}).get("failures") or []]
+            + list(extra)
+            + [f"{host}: model weights (sglang_model_path): {p}" for p in (first.get("weights") or {}).get("problems") or []]
+            + ([f"{host}: is the control node (its /etc/machine-id is the control node's);"
+                " set infertune_allow_control_node: true to tune it"] if control_node else []))
+
+
+def is_control_node(host_machine_id, own_machine_id):
+    """The host is the machine that runs Ansible (same /etc/machine-id)."""
+    return bool(host_machine_id) and host_machine_id == (own_machine_id or "").strip()
+
+
+def record(host, catalog, first, second, placed, backend, extra, control_node):
+    """The host's record: plan, results, backend, problems and group (none when stopped)."""
+    plan = merged(dict(first, results={**first.get("results", {}),
+                                       **unit_results(catalog, placed, first.get("fingerprint") or {})}), second)
+    stops = problems(host, catalog, first, second, extra, control_node)
+    group = None if stops else PENDING_GROUP if plan["pending"] or plan.get("reboot") else CONVERGED_GROUP
+    return {"plan": plan, "results": results(plan, backend, first.get("fabric")), "backend": backend,
+            "problems": stops, "group": group}

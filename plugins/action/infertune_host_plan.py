@@ -1,0 +1,87 @@
+"""infertune_host_plan: plan one host in one task - the read, the unit files compared, a second
+read where they differ, the host's record and its group.
+
+The plan used to be five tasks per host (read, compare, second read, record, group_by), each a
+worker process and a round of templating on the control node; this is one, and the decisions are
+Python (infertune/host_plan.py). What depends on the roles' templates is resolved by name, with the
+reads' answers bound: infertune_plan (the first read's plan), infertune_plan_backend (the installed
+sglang release and, after a second read, the backend verdict), infertune_units_changed (the unit
+knobs not in place) and infertune_plan_argv_check (the second read's command-line check).
+
+Options: read (infertune_plan's options for the first read), catalog (the variable holding the
+run's catalog entries, their unit files rendered for the release found), second_backend (the
+variable holding the second read's backend check, or none), problems (the variable holding more
+reasons to stop the host, such as sglang's checks), allow_control_node. Returns record (plan,
+results, backend, problems, group) and joins the group through add_group, as group_by does; a
+host its plan stops joins none. A host that cannot be read fails here with the module's answer.
+"""
+from __future__ import annotations
+
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.infertune.fleet.infertune import host_plan
+from ansible_collections.infertune.fleet.infertune.plain import plain
+
+MODULE = "infertune.fleet.infertune_plan"
+# Catalog keys for the docs and the controller only: never sent to a host.
+CONTROLLER_ONLY = frozenset(("doc", "rules"))
+
+
+def host_entries(knobs):
+    """Catalog entries as the host needs them (the controller-only keys left out)."""
+    return [{k: v for k, v in knob.items() if k not in CONTROLLER_ONLY} for knob in knobs or []]
+
+
+def own_machine_id(path="/etc/machine-id"):
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True  # reads only
+    _VALID_ARGS = frozenset(("read", "catalog", "second_backend", "problems", "allow_control_node"))
+
+    def _read(self, options, task_vars):
+        options = dict(options, knobs=host_entries(options.get("knobs")))
+        return self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
+
+    def _resolve(self, name, task_vars, bound):
+        templar = self._templar.copy_with_new_env(available_variables={**task_vars, **bound})
+        return plain(templar.resolve_variable_expression(name))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        host = task_vars["inventory_hostname"]
+        first = self._read(plain(args["read"]), task_vars)
+        if first.get("failed") or first.get("unreachable"):
+            return dict(result, **first)
+        plan = first["plan"]
+        bound = {"infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
+                 "infertune_units_changed": [], "infertune_plan_argv_check": {}}
+        catalog = self._resolve(args["catalog"], task_vars, bound)
+        placed = host_plan.in_place(catalog, plan.get("fingerprint") or {})
+        second = None
+        if not all(placed.values()):
+            knobs, secret_files = host_plan.second_read(catalog, placed)
+            bound["infertune_units_changed"] = [k["name"] for k in knobs]
+            answer = self._read({"knobs": knobs, "secret_files": secret_files,
+                                 "backend": self._resolve(args["second_backend"], task_vars, bound)}, task_vars)
+            if answer.get("failed") or answer.get("unreachable"):
+                return dict(result, **answer)
+            second = answer["plan"]
+            bound["infertune_plan_backend"] = {**bound["infertune_plan_backend"], **(second.get("backend") or {})}
+            bound["infertune_plan_argv_check"] = second.get("backend") or {}
+        extra = self._resolve(args["problems"], task_vars, bound)
+        control_node = (not boolean(args.get("allow_control_node", False), strict=False)
+                        and host_plan.is_control_node(plan.get("machine_id"), own_machine_id()))
+        record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node)
+        result.update(changed=False, record=record)
+        if record["group"]:
+            result.update(add_group=record["group"], parent_groups=["all"])
+        return result

@@ -1,0 +1,101 @@
+"""plugins/action/infertune_host_plan.py: one task plans a host - the first read, the catalog
+resolved with its answer bound, a second read only where a unit differs (with the backend check
+resolved then), the record, and the group the host joins (none for a host its plan stops)."""
+import hashlib
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.action import ActionBase
+from ansible.template import Templar
+
+from ansible_collections.infertune.fleet.plugins.action import infertune_host_plan as action
+from roletemplates import trusted
+
+SHA1 = hashlib.sha1(b"release 0.5.23\n").hexdigest()
+# Stand-ins for the role's variables, resolved by name with the reads' answers bound: the unit
+# file's content comes from the release the first read found.
+VARIABLES = {
+    "catalog": [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "doc": {"label": "x"}, "rules": {"v": ["int"]},
+                 "args": {}},
+                {"name": "sglang", "role": "sglang", "module": "systemd_unit", "paths": ["/u"],
+                 "args": {"unit": "sglang.service", "enabled": True, "started": True,
+                          "files": [{"path": "/u", "content": "release {{ infertune_plan_backend.sglang_version }}\n"}]}}],
+    "backend_check": "{{ {'venv': '/v', 'changed': infertune_units_changed} }}",
+    "problems": "{{ ['argv refused'] if infertune_plan_argv_check.refused | default(false) else [] }}",
+}
+
+
+class FakeTask:
+    def __init__(self, args):
+        self.args = args
+
+
+def first_plan(sha1=SHA1, pending=(), failed=None, machine_id="m-1"):
+    return {"plan": {"pending": list(pending), "failed": failed or {}, "reboot": False, "drain": False, "results": {},
+                     "machine_id": machine_id, "gpus": {"gpus": [{"index": 0}], "problems": []},
+                     "backend": {"sglang_version": "0.5.23"},
+                     "fingerprint": {"files": {"/u": {"sha1": sha1, "mode": "0644"}},
+                                     "units": {"sglang.service": {"enabled": "enabled", "active": "active"}}}}}
+
+
+def planned(monkeypatch, answers, allow_control_node=False):
+    """Run the action with module answers in order; returns (result, the options each read got)."""
+    reads = []
+
+    def execute_module(self, module_name=None, module_args=None, task_vars=None):
+        assert module_name == "infertune.fleet.infertune_plan"
+        reads.append(module_args)
+        return answers[len(reads) - 1]
+
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(action.ActionModule, "_execute_module", execute_module)
+    monkeypatch.setattr(action, "own_machine_id", lambda: "m-1")
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._task = FakeTask({"read": {"knobs": [VARIABLES["catalog"][0]]}, "catalog": "catalog",
+                             "second_backend": "backend_check", "problems": "problems",
+                             "allow_control_node": allow_control_node})
+    task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1"))
+    plugin._templar = Templar(loader=DataLoader(), variables=task_vars)
+    return plugin.run(task_vars=task_vars), reads
+
+
+def test_a_converged_host_is_read_once_and_joins_the_converged_group(monkeypatch):
+    got, reads = planned(monkeypatch, [first_plan()], allow_control_node="true")
+    assert len(reads) == 1
+    assert got["changed"] is False and got["record"]["plan"]["pending"] == []
+    assert got["record"]["plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
+    assert got["add_group"] == "infertune_converged" and got["parent_groups"] == ["all"]
+
+
+def test_documentation_keys_of_the_catalog_never_reach_the_host(monkeypatch):
+    _, reads = planned(monkeypatch, [first_plan()], allow_control_node=True)
+    assert reads[0]["knobs"] == [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "args": {}}]
+
+
+def test_a_unit_that_differs_gets_a_second_read_whose_answer_the_record_sees(monkeypatch):
+    second = {"plan": {"pending": ["sglang"], "failed": {}, "drain": True, "results": {"sglang": {"changed": True}},
+                       "backend": {"verdict": "supported", "reason": "ok", "findings": [], "refused": True}}}
+    got, reads = planned(monkeypatch, [first_plan(sha1="0" * 40), second], allow_control_node=True)
+    assert len(reads) == 2
+    assert [k["name"] for k in reads[1]["knobs"]] == ["sglang"] and reads[1]["secret_files"] == {"sglang": []}
+    # Resolved with the unit knobs that differ bound.
+    assert reads[1]["backend"] == {"venv": "/v", "changed": ["sglang"]}
+    assert got["record"]["plan"]["pending"] == ["sglang"] and got["record"]["plan"]["drain"] is True
+    assert got["record"]["backend"]["verdict"] == "supported" and got["record"]["backend"]["sglang_version"] == "0.5.23"
+    # The second read's command-line check reaches the problems; the host is stopped.
+    assert got["record"]["problems"] == ["argv refused"] and "add_group" not in got
+
+
+def test_the_control_node_is_stopped_unless_allowed(monkeypatch):
+    got, _ = planned(monkeypatch, [first_plan()])
+    assert got["record"]["problems"][0].startswith("gpu-1: is the control node") and "add_group" not in got
+    got, _ = planned(monkeypatch, [first_plan(machine_id="other")])
+    assert got["record"]["problems"] == []
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_read_that_fails_fails_the_task_with_its_answer(monkeypatch, which):
+    failed = {"failed": True, "msg": "boom"}
+    answers = [failed] if which == 0 else [first_plan(sha1="0" * 40), failed]
+    got, reads = planned(monkeypatch, answers, allow_control_node=True)
+    assert got["failed"] is True and got["msg"] == "boom" and "record" not in got and len(reads) == which + 1
