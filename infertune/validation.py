@@ -1,6 +1,6 @@
 """Controller-side check of every infertune variable before any host is changed.
 
-Two sources, each holding its own part once:
+Each part held once:
 
 * ``roles/*/meta/argument_specs.yml`` (every entry point): which variables exist, their type,
   ``elements``, ``choices``, ``default``, ``no_log`` and description. The rollout shape is not
@@ -943,6 +943,10 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
     for role in unknown_roles:
         problems.append(Problem("roles", "no such role (known: %s)" % ", ".join(sorted(specs)), "roles", role))
     chosen = [r for r in specs if roles is None or r in roles]
+    try:
+        known_rules = rules(root)
+    except ValueError as exc:  # a catalog entry's rules that cannot be built: nothing is checked
+        return problems + [Problem("infertune_knobs", str(exc))]
     converted = {}
     all_declared = declared(root)
 
@@ -952,7 +956,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
                 continue
             found = []
             try:
-                converted[name] = _check_one(name, option, variables[name], found, root)
+                converted[name] = _check_one(name, option, variables[name], found, known_rules)
             except Exception as exc:  # noqa: BLE001 - a bug here must not become a traceback
                 found.append(Problem(name, "could not be checked (%s)" % type(exc).__name__))
             problems.extend(found)
@@ -977,7 +981,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
     return problems
 
 
-def _check_one(name, option, raw, found, root=str(PROJECT)):
+def _check_one(name, option, raw, found, known_rules):
     """Check one variable; append Problems to found; return the converted value (or None)."""
     secret = option.secret
 
@@ -1010,7 +1014,7 @@ def _check_one(name, option, raw, found, root=str(PROJECT)):
             if item not in choices:
                 where = "%s[%d]" % (name, index) if option.type == "list" else name
                 emit("must be one of %s" % ", ".join(str(c) for c in choices), where, item)
-    for rule in rules(root).get(name, ()):
+    for rule in known_rules.get(name, ()):
         rule.check(value, lambda text, sub="", val=_MISSING: emit(text, name + sub, value if val is _MISSING else val))
     return value if len(found) == before else None
 

@@ -45,3 +45,14 @@ def test_a_variable_has_its_rules_in_one_place(tmp_path):
     catalog.write_text("infertune_knobs:\n  - name: k\n    rules: {sglang_port: [non_empty]}\n")
     with pytest.raises(ValueError, match="k rules of sglang_port: sglang_port has rules elsewhere already"):
         validation.rules(str(tmp_path))
+
+
+def test_a_catalog_rule_that_cannot_be_built_stops_the_validation(tmp_path):
+    catalog = tmp_path / validation.CATALOG
+    catalog.parent.mkdir(parents=True)
+    catalog.write_text("infertune_knobs:\n  - name: k\n    rules: {rollout_allow_single_batch: [{no_such: []}]}\n")
+    assert [str(p) for p in validation.validate({"rollout_batches": ["0%"]}, root=str(tmp_path))] == [
+        "infertune_knobs: %s: k rules of rollout_allow_single_batch: no rule maker 'no_such' (known: batch, cmdline_param,"
+        " cmdline_remove_key, count_or_percent, each, environment, file_mode, file_suffix, fraction_or_zero,"
+        " hook_command, host_address, http_url, model_path, module_options, no_secret_flags, non_empty,"
+        " number_range, pattern, unit_text)" % validation.CATALOG]
