@@ -5,7 +5,7 @@
     python -m infertune.docs_knobs --check    # exit 1 when either document differs
 
 Each catalog entry (roles/infertune/vars/main.yml) carries a `doc` mapping, documentation only
-(the plan strips it before the hosts see the catalog): `knob`, `now` and `boot` make its README
+(no host code reads it, so it need not reach the hosts): `knob`, `now` and `boot` make its README
 row (an entry without `knob` has none), `${variable}` in them is that variable's default from
 the argument specs; `verify` gives each of its verification tests the variables it expects and
 what it reads on the host. The checks beside the catalog (report.EXTRA: the GPU and fabric
