@@ -1,13 +1,15 @@
 """Controller-side check of every infertune variable before any host is changed.
 
-Two sources, each holding its own part once:
+Each part held once:
 
 * ``roles/*/meta/argument_specs.yml`` (every entry point): which variables exist, their type,
   ``elements``, ``choices``, ``default``, ``no_log`` and description. The rollout shape is not
   a role; its declaration is ``ROLLOUT_SPEC`` below (or ``playbooks/meta/argument_specs.yml``,
   entry ``rollout``, when that file exists).
-* ``RULES`` below: what an argument spec cannot express (ranges, character sets, per-element
-  and per-key rules), keyed by variable name, each rule with the text the README table shows.
+* What an argument spec cannot express (ranges, character sets, per-element and per-key
+  rules), each rule with the text the README table shows: for a variable a knob's arguments
+  read, in that knob's catalog entry (``rules`` in ``roles/infertune/vars/main.yml``, data
+  naming the rule makers of ``MAKERS``); for the others, ``RULES`` below. ``rules()`` joins them.
 
 Applied to every declared variable on top: no control characters (newlines included) anywhere,
 keys of mappings too, and ``type: path`` means an absolute path. Cross-variable rules live in
@@ -444,32 +446,16 @@ def http_url():
 _IDENT = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 # A tool the benchmark runs on the host: a bare name (looked up there) or an absolute path.
 _TOOL, _TOOL_DOC = r"[A-Za-z0-9._+-]+|/[A-Za-z0-9._+/-]+", "a bare name or an absolute path [A-Za-z0-9._+/-]"
-_HEX4 = pattern(r"0x[0-9a-fA-F]{4}", "hex, 0x and 4 digits")
 _SECONDS_DAY = 86400
 
 # Rules per variable, on top of the argument spec (type, elements, choices) and the checks
-# every variable gets. This table and argument_specs are the only places a rule lives.
+# every variable gets, for the variables no knob's arguments read; a knob's own variables
+# have theirs in its catalog entry (rules()).
 RULES = {
     # kernel
-    "kernel_package": [pattern(r"[a-z0-9][a-z0-9+.-]*", "a Debian package name [a-z0-9+.-]")],
-    "kernel_release": [pattern(r"[A-Za-z0-9][A-Za-z0-9._+~-]*", "a kernel release [A-Za-z0-9._+~-]")],
     "kernel_apt_cache_valid_time": [number_range(0, 31_536_000, " s")],
-    # kernel_cmdline
-    "kernel_cmdline_params": [each(cmdline_param())],
-    "kernel_cmdline_remove": [each(cmdline_remove_key())],
-    "kernel_cmdline_grub_dropin": [file_suffix(".cfg", "/etc/default/grub.d")],
     # kernel_reboot
     "kernel_reboot_timeout": [number_range(10, _SECONDS_DAY, " s")],
-    # cpu_power
-    "cpu_power_cstate_max_latency": [number_range(0, 10_000_000, " us")],
-    # numa_balancing
-    "numa_balancing_sysctl_file": [file_suffix(".conf")],
-    # pcie
-    "pcie_mrrs_vendor": [_HEX4],
-    "pcie_mrrs_classes": [non_empty(), each(_HEX4)],
-    # nvidia
-    "nvidia_module_options": [module_options()],
-    "nvidia_options_file": [file_suffix(".conf")],
     # gpu_gate
     "gpu_gate_expected_count": [number_range(1, 1024)],
     "gpu_gate_compute_capability": [pattern(r"\d{1,3}\.\d{1,3}", "major.minor, e.g. 12.0")],
@@ -526,6 +512,54 @@ RULES = {
     "rollout_slice_max_failures": [count_or_percent(allow_empty=True)],
 }
 
+# The rule makers a catalog entry's rules may name: {maker: [arguments]} (a bare name without
+# arguments; each's argument is itself a rule).
+MAKERS = {
+    "number_range": number_range, "fraction_or_zero": fraction_or_zero, "pattern": pattern,
+    "non_empty": non_empty, "each": each, "file_suffix": file_suffix, "file_mode": file_mode,
+    "cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key, "host_address": host_address,
+    "model_path": model_path, "unit_text": unit_text, "environment": environment,
+    "module_options": module_options, "no_secret_flags": no_secret_flags, "batch": batch,
+    "count_or_percent": count_or_percent, "hook_command": hook_command, "http_url": http_url,
+}
+
+
+def make_rule(spec, where="rule"):
+    """A Rule from its catalog form: "maker", {maker: [arguments]} or {each: rule}; ValueError
+    naming where for anything else."""
+    if isinstance(spec, str):
+        name, args = spec, []
+    elif isinstance(spec, Mapping) and len(spec) == 1:
+        name, args = next(iter(spec.items()))
+    else:
+        raise ValueError("%s: a rule is a maker's name or {maker: [arguments]}, got %s" % (where, show(spec)))
+    if name not in MAKERS:
+        raise ValueError("%s: no rule maker %s (known: %s)" % (where, show(name), ", ".join(sorted(MAKERS))))
+    if name == "each":
+        return each(make_rule(args, where))
+    if not isinstance(args, list):
+        raise ValueError("%s: the arguments of %s must be a list" % (where, name))
+    try:
+        return MAKERS[name](*args)
+    except (TypeError, re.error) as exc:
+        raise ValueError("%s: %s(%s): %s" % (where, name, ", ".join(map(show, args)), exc)) from exc
+
+
+@lru_cache(maxsize=8)
+def rules(root=str(PROJECT)):
+    """{variable: [Rule]}: RULES and every catalog entry's rules; ValueError for a variable whose
+    rules live in two places."""
+    catalog = _load_yaml(Path(root) / CATALOG)["infertune_knobs"]
+    result = dict(RULES)
+    for entry in catalog:
+        for name, specs in (entry.get("rules") or {}).items():
+            where = "%s: %s rules of %s" % (CATALOG, entry["name"], name)
+            if name in result:
+                raise ValueError("%s: %s has rules elsewhere already" % (where, name))
+            result[name] = [make_rule(spec, where) for spec in specs]
+    return result
+
+
 # The rollout shape is no role: declared here, in argument_specs form, until it has a spec file
 # (playbooks/meta/argument_specs.yml, entry "rollout", replaces this when present).
 ROLLOUT_SPEC = {
@@ -563,6 +597,8 @@ ROLLOUT_SPEC = {
     },
 }
 ROLLOUT_DEFAULTS = "playbooks/vars/rollout.yml"
+# The knob catalog, whose entries carry their variables' rules.
+CATALOG = "roles/infertune/vars/main.yml"
 
 
 def _cross_checks(values, add):
@@ -907,6 +943,10 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
     for role in unknown_roles:
         problems.append(Problem("roles", "no such role (known: %s)" % ", ".join(sorted(specs)), "roles", role))
     chosen = [r for r in specs if roles is None or r in roles]
+    try:
+        known_rules = rules(root)
+    except ValueError as exc:  # a catalog entry's rules that cannot be built: nothing is checked
+        return problems + [Problem("infertune_knobs", str(exc))]
     converted = {}
     all_declared = declared(root)
 
@@ -916,7 +956,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
                 continue
             found = []
             try:
-                converted[name] = _check_one(name, option, variables[name], found)
+                converted[name] = _check_one(name, option, variables[name], found, known_rules)
             except Exception as exc:  # noqa: BLE001 - a bug here must not become a traceback
                 found.append(Problem(name, "could not be checked (%s)" % type(exc).__name__))
             problems.extend(found)
@@ -941,7 +981,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
     return problems
 
 
-def _check_one(name, option, raw, found):
+def _check_one(name, option, raw, found, known_rules):
     """Check one variable; append Problems to found; return the converted value (or None)."""
     secret = option.secret
 
@@ -974,7 +1014,7 @@ def _check_one(name, option, raw, found):
             if item not in choices:
                 where = "%s[%d]" % (name, index) if option.type == "list" else name
                 emit("must be one of %s" % ", ".join(str(c) for c in choices), where, item)
-    for rule in RULES.get(name, ()):
+    for rule in known_rules.get(name, ()):
         rule.check(value, lambda text, sub="", val=_MISSING: emit(text, name + sub, value if val is _MISSING else val))
     return value if len(found) == before else None
 

@@ -11,16 +11,9 @@ description:
   - Returns the result contract every knob shares (C(changed), C(before), C(after),
     C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
     C(infertune_results) fact.
-  - "Modules and their arguments: C(deb_package) (name, variables - the package and release variables
-    that a fix names; read-only, apt installs it),
-    C(boot_kernel) (release), C(kernel_cmdline) (params, vendor_params, remove, dropin, update, and
-    fabric - iommu mode and link_pm_off - whose parameters the host's CPU vendor decides),
-    C(sysctl) (name, value, path), C(modprobe_options) (options, path),
-    C(systemd_unit) (unit, files, enabled, started, and for a packaged unit wanted_by - the target
-    whose .wants starts a static unit at boot - and drop_exec_args - flags its ExecStart loses
-    through a drop-in), C(amd_pstate) (mode),
-    C(cpufreq_policy) (governor, epp), C(cpuidle_states) (max_latency, keep_poll),
-    C(pcie_mrrs) (value, vendor, classes), C(pcie_acs) (vendor, classes, force)."
+  - O(module) is a key of C(MODULES) in the collection's C(plugins/module_utils/infertune_node/knobs.py);
+    the knob catalog (C(roles/infertune/vars/main.yml)) gives each knob's O(args). An unknown module fails
+    naming the known ones, a missing argument naming it.
 options:
   name:
     description: The knob's name in the catalog (reported back).

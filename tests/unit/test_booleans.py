@@ -38,7 +38,7 @@ def test_the_booleans_are_found():
 def test_every_boolean_takes_what_the_bool_filter_maps(name):
     for value, meaning in ACCEPTED.items():
         found = []
-        converted = validation._check_one(name, validation.declared()[name], value, found)
+        converted = validation._check_one(name, validation.declared()[name], value, found, validation.rules())
         assert found == [] and converted is meaning, (name, value, found)
         assert validation.report({name: value}) == [], (name, value)
 

@@ -69,7 +69,7 @@ def test_every_option_is_documented():
 
 
 def test_every_rule_belongs_to_a_declared_variable():
-    assert sorted(set(validation.RULES) - set(validation.declared())) == []
+    assert sorted(set(validation.rules()) - set(validation.declared())) == []
 
 
 def test_table_shows_rules_choices_and_secrets():

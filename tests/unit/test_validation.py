@@ -425,10 +425,12 @@ prints, one line per problem (here for a host named `gpu-07`). Secret values
 (`sglang_api_key`, `sglang_secret_environment`) are never shown. Regenerate this file with
 `PYTHONPATH=. .venv/bin/python tests/unit/test_validation.py`; a unit test fails when it is out of date.
 
-Rules live in two places only: type, `elements`, `choices` and defaults in
+Rules live in these places only: type, `elements`, `choices` and defaults in
 `roles/*/meta/argument_specs.yml` (the rollout shape in `ROLLOUT_SPEC` of
-`infertune/validation.py`), ranges, character sets and per-element rules in `RULES` of
-`infertune/validation.py`. The README's variable tables are generated from both.
+`infertune/validation.py`); ranges, character sets and per-element rules of a variable a knob
+reads in that knob's catalog entry (`rules` in `roles/infertune/vars/main.yml`, naming the
+rule makers of `MAKERS` in `infertune/validation.py`), those of the other variables in `RULES`
+of `infertune/validation.py`. The README's variable tables are generated from them.
 
 Decisions:
 

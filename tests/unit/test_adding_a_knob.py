@@ -1,0 +1,133 @@
+"""README's "Adding a knob" lists the files a new kind of knob touches, and every knob of the
+catalog has what it needs from exactly those: apply code registered in knobs.py, a catalog entry
+with its label, stage, verification and rules, declared variables, a unit test importing its
+apply code, and its verification tests."""
+import inspect
+import re
+
+import pytest
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
+from fakehost import REPO
+
+from infertune import docs_knobs, validation
+
+# The numbered items of the README section, each naming the file it is about first.
+FILES = ["plugins/module_utils/infertune_node/<kind>.py", "roles/infertune/vars/main.yml",
+         "roles/<role>/meta/argument_specs.yml", "tests/unit/test_<kind>.py", "tests/verify/test_<kind>.py"]
+STAGES = ("boot", "runtime", "persist", "service")
+CATALOG = docs_knobs.entries()
+UNIT_TESTS = [path.read_text() for path in sorted((REPO / "tests" / "unit").glob("test_*.py"))]
+VERIFY_TESTS = set(re.findall(r"^def test_(\w+)\(", "".join(
+    path.read_text() for path in (REPO / "tests" / "verify").glob("test_*.py")), re.M))
+
+
+def section():
+    text = (REPO / "README.md").read_text()
+    start = text.index("## Adding a knob\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def apply_modules(module):
+    """The infertune_node modules whose code the registry entry of module runs."""
+    function = knobs.MODULES[module]
+    names = set(function.__code__.co_names)
+    for name in list(names):  # helpers of knobs.py (_apply_cmdline) call the module in turn
+        helper = getattr(knobs, name, None)
+        if inspect.isfunction(helper):
+            names |= set(helper.__code__.co_names)
+    return sorted(n for n in names if inspect.ismodule(getattr(knobs, n, None)))
+
+
+def unit_tested(code, module, unit_tests):
+    """Whether a unit test imports one of the code's modules, or runs module through knobs.run."""
+    for text in unit_tests:
+        found = set(re.findall(r"infertune_node\.(\w+) import", text))
+        for names in re.findall(r"infertune_node import \(?([\w, \n]+)\)?", text):
+            found |= {n.strip() for n in names.split(",") if n.strip()}
+        if set(code) & found or (re.search(r"knobs\.(run|predict)\(", text) and '"%s"' % module in text):
+            return True
+    return False
+
+
+def variables_named(value):
+    """Variables with a role's prefix that the entry's Jinja reads."""
+    text = repr(value)
+    marks = validation.prefixes()
+    return {name for expression in re.findall(r"\{\{(.*?)\}\}", text)
+            for name in re.findall(r"[A-Za-z_]\w*", expression) if name.startswith(marks)}
+
+
+def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
+    """What the entry lacks from the files the README lists, one line each."""
+    declared = validation.declared() if declared is None else declared
+    internal = validation.internal_names() if internal is None else internal
+    name, missing = entry.get("name", "?"), []
+    # 1. host-side apply code, registered in knobs.py
+    if entry.get("module") not in knobs.MODULES:
+        missing.append("%s: module %s is not in knobs.MODULES" % (name, entry.get("module")))
+        code = []
+    else:
+        code = apply_modules(entry["module"])
+        if not code:
+            missing.append("%s: knobs.MODULES[%s] runs no infertune_node module" % (name, entry["module"]))
+    # 2. the catalog entry
+    for key in ("label", "role", "stage", "verify", "doc"):
+        if not entry.get(key):
+            missing.append("%s: no %s" % (name, key))
+    if entry.get("stage") and entry["stage"] not in STAGES:
+        missing.append("%s: stage %s is none of %s" % (name, entry["stage"], ", ".join(STAGES)))
+    own = {v for v, option in declared.items() if option.role == entry.get("role")}
+    for variable in entry.get("rules") or {}:
+        if variable not in own:
+            missing.append("%s: rules for %s, which role %s does not declare" % (name, variable, entry.get("role")))
+    # 3. the argument spec declares every variable it reads
+    for variable in sorted(variables_named({k: v for k, v in entry.items() if k not in ("doc", "rules")})):
+        if variable not in declared and variable not in internal:
+            missing.append("%s: reads %s, which no argument spec declares" % (name, variable))
+    # 4. a unit test of its apply code
+    if code and not unit_tested(code, entry["module"], UNIT_TESTS if unit_tests is None else unit_tests):
+        missing.append("%s: no unit test imports %s or runs %s" % (name, " or ".join(code), entry["module"]))
+    # 5. its verification tests
+    for test in entry.get("verify") or ():
+        if test not in (VERIFY_TESTS if tests is None else tests):
+            missing.append("%s: no test_%s in tests/verify" % (name, test))
+    return missing
+
+
+def test_the_section_lists_the_files():
+    items = re.findall(r"^\d+\. `([^`]+)`", section(), re.M)
+    assert items == FILES
+    assert "python -m infertune.docs_knobs --write" in section() and "python -m infertune.docs_vars --write" in section()
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=[e["name"] for e in CATALOG])
+def test_every_knob_has_what_it_needs_from_those_files(entry):
+    assert needs(entry) == []
+
+
+def test_knob_variables_have_their_rules_in_the_catalog():
+    read = set().union(*(variables_named(e.get("args")) for e in CATALOG))
+    assert sorted(read & set(validation.RULES)) == []
+    assert {v for e in CATALOG for v in e.get("rules") or {}} <= read
+
+
+def test_the_docs_tables_cover_the_catalog():
+    assert docs_knobs.check_rows()  # raises on a verification test no entry documents
+
+
+def test_a_knob_missing_its_files_is_named():
+    entry = {"name": "thp", "role": "numa_balancing", "stage": "later", "module": "thp",
+             "args": {"mode": "{{ numa_balancing_thp | int }}"}, "verify": ["thp"],
+             "rules": {"pcie_mrrs_vendor": ["non_empty"]}}
+    assert needs(entry) == [
+        "thp: module thp is not in knobs.MODULES", "thp: no label", "thp: no doc",
+        "thp: stage later is none of boot, runtime, persist, service",
+        "thp: rules for pcie_mrrs_vendor, which role numa_balancing does not declare",
+        "thp: reads numa_balancing_thp, which no argument spec declares",
+        "thp: no test_thp in tests/verify"]
+    numa = next(e for e in CATALOG if e["name"] == "numa_balancing")
+    assert needs(numa, tests=set()) == ["numa_balancing: no test_numa_balancing in tests/verify"]
+    assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', 'knobs.predict([])\n"sysctl"']) == []
+    assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', '"sysctl"']) == [
+        "numa_balancing: no unit test imports sysctl or runs sysctl"]
+    assert apply_modules("kernel_cmdline") == ["cmdline", "cpu", "pcie_fabric"]
