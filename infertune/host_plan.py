@@ -9,6 +9,8 @@ import hashlib
 # A unit asked to be stopped is in place only when it neither runs nor waits to restart.
 RUNNING = ("active", "activating", "reloading")
 PENDING_GROUP = "infertune_pending"
+# Catalog keys only the control node reads (the docs' tables, the input validation).
+CONTROLLER_ONLY = ("doc", "rules")
 CONVERGED_GROUP = "infertune_converged"
 
 
@@ -17,6 +19,12 @@ def truthy(value):
     if isinstance(value, str):
         return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
     return bool(value)
+
+
+def host_entries(catalog):
+    """Catalog entries without their controller-only keys. Reads only the keys it keeps, so that
+    Ansible's lazy templating never renders the others."""
+    return [{key: knob[key] for key in knob if key not in CONTROLLER_ONLY} for knob in catalog]
 
 
 def units(catalog):

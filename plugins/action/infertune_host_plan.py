@@ -19,18 +19,12 @@ from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible.template import trust_as_template
 
 from ansible_collections.infertune.fleet.infertune import host_plan
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 MODULE = "infertune.fleet.infertune_plan"
-# Catalog keys for the docs and the controller only: never sent to a host.
-CONTROLLER_ONLY = frozenset(("doc", "rules"))
-
-
-def host_entries(knobs):
-    """Catalog entries as the host needs them (the controller-only keys left out)."""
-    return [{k: v for k, v in knob.items() if k not in CONTROLLER_ONLY} for knob in knobs or []]
 
 
 def own_machine_id(path="/etc/machine-id"):
@@ -47,11 +41,18 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("read", "catalog", "second_backend", "problems", "allow_control_node"))
 
     def _read(self, options, task_vars):
-        options = dict(options, knobs=host_entries(options.get("knobs")))
+        options = dict(options, knobs=host_plan.host_entries(options.get("knobs") or []))
         return self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
 
-    def _resolve(self, name, task_vars, bound):
+    def _resolve(self, name, task_vars, bound, entries=False):
+        """The variable `name` with `bound` over the task's variables; entries: catalog entries,
+        their controller-only keys never rendered."""
+        if not name.isidentifier():
+            raise ValueError(f"not a variable name: {name!r}")
         templar = self._templar.copy_with_new_env(available_variables={**task_vars, **bound})
+        if entries:
+            return plain(templar.evaluate_expression(trust_as_template(f"host_entries({name})"),
+                                                     local_variables={"host_entries": host_plan.host_entries}))
         return plain(templar.resolve_variable_expression(name))
 
     def run(self, tmp=None, task_vars=None):
@@ -64,7 +65,7 @@ class ActionModule(ActionBase):
         plan = first["plan"]
         bound = {"infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
-        catalog = self._resolve(args["catalog"], task_vars, bound)
+        catalog = self._resolve(args["catalog"], task_vars, bound, entries=True)
         placed = host_plan.in_place(catalog, plan.get("fingerprint") or {})
         second = None
         if not all(placed.values()):

@@ -119,3 +119,13 @@ def test_the_backend_verdict_joins_the_results_when_judged():
                                                 ("", "", False)])
 def test_the_control_node_is_told_by_its_machine_id(host_id, own, same):
     assert host_plan.is_control_node(host_id, own) is same
+
+
+def test_controller_only_keys_are_left_out_unread():
+    class Entry(dict):
+        def __getitem__(self, key):
+            assert key not in ("doc", "rules"), f"read {key}"
+            return dict.__getitem__(self, key)
+
+    entry = Entry(name="numa", module="sysctl", args={"name": "kernel.numa_balancing"}, doc={"knob": "x"}, rules={})
+    assert host_plan.host_entries([entry]) == [{"name": "numa", "module": "sysctl", "args": {"name": "kernel.numa_balancing"}}]

@@ -17,7 +17,9 @@ SHA1 = hashlib.sha1(b"release 0.5.23\n").hexdigest()
 VARIABLES = {
     "catalog": [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "doc": {"label": "x"}, "rules": {"v": ["int"]},
                  "args": {}},
+                # A controller-only key is never rendered (this one would fail).
                 {"name": "sglang", "role": "sglang", "module": "systemd_unit", "paths": ["/u"],
+                 "doc": {"knob": "{{ never_defined }}"},
                  "args": {"unit": "sglang.service", "enabled": True, "started": True,
                           "files": [{"path": "/u", "content": "release {{ infertune_plan_backend.sglang_version }}\n"}]}}],
     "backend_check": "{{ {'venv': '/v', 'changed': infertune_units_changed} }}",
