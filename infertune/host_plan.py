@@ -133,8 +133,11 @@ def is_control_node(host_machine_id, own_machine_id):
 
 def record(host, catalog, first, second, placed, backend, extra, control_node):
     """The host's record: plan, results, backend, problems and group (none when stopped)."""
-    plan = merged(dict(first, results={**first.get("results", {}),
-                                       **unit_results(catalog, placed, first.get("fingerprint") or {})}), second)
+    # The unit files' fingerprint served the comparison; the record leaves it out (it is the
+    # biggest part of a read, and every later task of the host would carry it).
+    read = {k: v for k, v in first.items() if k != "fingerprint"}
+    plan = merged(dict(read, results={**first.get("results", {}),
+                                      **unit_results(catalog, placed, first.get("fingerprint") or {})}), second)
     stops = problems(host, catalog, first, second, extra, control_node)
     group = None if stops else PENDING_GROUP if plan["pending"] or plan.get("reboot") else CONVERGED_GROUP
     return {"plan": plan, "results": results(plan, backend, first.get("fabric")), "backend": backend,

@@ -75,6 +75,7 @@ def test_a_unit_in_place_joins_the_results_and_the_host_its_group():
     got = host_plan.record("gpu-1", CATALOG, FIRST, None, {"sglang": True}, {}, [], False)
     assert got["plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
     assert got["plan"]["pending"] == ["numa"] and got["problems"] == [] and got["group"] == "infertune_pending"
+    assert "fingerprint" not in got["plan"]
     converged = host_plan.record("gpu-1", CATALOG, dict(FIRST, pending=[]), None, {"sglang": True}, {}, [], False)
     assert converged["group"] == "infertune_converged"
     rebooting = host_plan.record("gpu-1", CATALOG, dict(FIRST, pending=[], reboot=True), None, {"sglang": True}, {}, [], False)
