@@ -14,6 +14,8 @@ import resource
 from ansible.plugins.callback import CallbackBase
 
 OUTPUT_ENV = "INFERTUNE_BENCH_PLAY_CPU"
+# Seconds to wait for a worker that has returned its result to exit (a guard, never reached).
+WORKER_EXIT_TIMEOUT = 10
 
 
 def cpu_seconds():
@@ -33,9 +35,11 @@ class CallbackModule(CallbackBase):
         self._marks = []
 
     def _mark(self, play):
-        # Workers that have finished but are not reaped yet would count only once Ansible forks the
-        # next one: reap them now, so their CPU lands in the play that ran them.
-        multiprocessing.active_children()
+        # At a play's start and at the end every task so far has returned its result, but the workers
+        # that ran them may still be exiting, and a child's CPU counts only once it is reaped (else
+        # when Ansible forks the next worker, in the next play): wait for them here.
+        for worker in multiprocessing.active_children():
+            worker.join(WORKER_EXIT_TIMEOUT)
         self._marks.append({"play": play, "cpu": cpu_seconds()})
 
     def v2_playbook_on_play_start(self, play):
