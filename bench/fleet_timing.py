@@ -146,7 +146,7 @@ def run(hosts, playbook_file="site.yml", *args):
         raise SystemExit(f"the run's stats list {len(stats)} hosts, {reached} reached, expected {hosts}")
     # Not one number: run_once tasks count on the first host of a batch or play only.
     tasks = sorted({s["ok"] + s["changed"] + s["skipped"] for s in stats.values()})
-    batches = sum(1 for play in result["plays"] if PHASES.get(play["play"]["name"]) == "batches" and play["tasks"])
+    batches = sum(1 for play in result["plays"] if phase_of(play["play"]["name"]) == "batches" and play["tasks"])
     return {"hosts_reached": reached, "seconds": round(seconds, 1), "seconds_per_host": round(seconds / reached, 2),
             "cpu_seconds": round(cpu, 1), "controller_cpu_seconds_per_host": round(cpu / reached, 3),
             "phases": phases, "startup_cpu_seconds": round(startup_cpu, 2),
@@ -203,7 +203,8 @@ def print_table(rows):
             phases = result["phases"]
             print(f"{r['hosts_reached']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
                   f"{result['seconds'] / r['setup_seconds']:>7.2f} {result['cpu_seconds']:>6} "
-                  f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} {result['controller_cpu_seconds_per_host']:>8} "
+                  f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} "
+                  f"{result['controller_cpu_seconds_per_host']:>8} "
                   f"{phases.get('plan', phases.get('read', '-')):>5} "
                   f"{phases.get('batches', '-'):>7} {phases.get('verify', '-'):>6} {result['batches']:>6} "
                   f"{result['changed']:>7}")
