@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time site.yml on fleets of 8 and 32 lab hosts against one `ansible -m setup` round, in wall
+"""Time site.yml on fleets of 8, 32 and 64 lab hosts against one `ansible -m setup` round, in wall
 time and in the control node's CPU seconds (the ansible process tree's user + system).
 
 For each fleet size the lab is recreated from the image (seed profile on every
@@ -8,12 +8,14 @@ site.yml from fresh hosts (kernel install, one reboot each), site.yml again, whi
 must report changed=0 on every host and put none into a batch, site.yml --check on the
 converged fleet, playbooks/verify.yml alone, and the drift watch (playbooks/drift.yml, which
 must find no drift; its textfile goes to a temporary directory). Each run's plays are timed
-too (plan, batches, verification; the drift run's read and publish), from Ansible's json
-callback. The lab hosts share the
+too (plan, batches, verification; the drift run's read and publish): wall seconds from Ansible's
+json callback, CPU seconds from bench/callback_plugins/play_cpu.py. Per-host figures divide by the
+hosts that answered (`hosts_reached`; a run that does not reach every lab host fails). The lab hosts
+share the
 control node's CPUs, so single runs vary by 10-25 %: the baseline and every run that
 can be repeated (all but the converge) are the median of REPEAT.
 
-    .venv/bin/python bench/fleet_timing.py [--hosts 8,32] [--out bench/results/fleet_timing.json]
+    .venv/bin/python bench/fleet_timing.py [--hosts 8,32,64] [--out bench/results/fleet_timing.json]
 
 The default fleet (8 fresh hosts with sglang's files) is restored at the end, as the lab
 tests expect.
@@ -22,6 +24,7 @@ import argparse
 import configparser
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -38,6 +41,10 @@ from infra.drive import BIN, fresh_lab, labctl, playbook  # noqa: E402
 
 PROFILE = "seed-epyc-rtxpro6000"
 REPEAT = 3
+CALLBACK_DIR = ROOT / "bench" / "callback_plugins"
+PLAY_CPU = "play_cpu"
+# A host's line in the ad-hoc `setup` round's output: "lab-gpu-01 | SUCCESS => {".
+ADHOC_RESULT = re.compile(r"^(\S+) \| (SUCCESS|CHANGED|FAILED!|UNREACHABLE!)", re.M)
 # Play name -> phase; serial makes one play entry per batch under the rollout play's name.
 PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
                   + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]]
@@ -62,11 +69,18 @@ def timed(argv, env=None):
     return proc, seconds, cpu
 
 
-def setup_round():
+def hosts_answered(output):
+    """Hosts that an ad-hoc round reached and ran the module on (SUCCESS or CHANGED)."""
+    return sorted(host for host, status in ADHOC_RESULT.findall(output) if status in ("SUCCESS", "CHANGED"))
+
+
+def setup_round(hosts):
     proc, seconds, cpu = timed([str(BIN / "ansible"), "gpu_nodes", "-m", "ansible.builtin.setup"])
-    if proc.returncode:
-        raise SystemExit(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1)}
+    reached = len(hosts_answered(proc.stdout))
+    if proc.returncode or reached != hosts:
+        raise SystemExit(f"the setup round reached {reached} of {hosts} hosts:\n"
+                         + proc.stdout[-3000:] + proc.stderr[-3000:])
+    return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "hosts_reached": reached}
 
 
 def median_of(measure_once):
@@ -80,27 +94,64 @@ def seconds_between(duration):
     return (end - start).total_seconds()
 
 
+def phase_of(play_name):
+    return PHASES.get(play_name, play_name)
+
+
+def play_cpu(marks):
+    """(CPU seconds before the first play, {phase: CPU seconds}) from play_cpu's marks: each play
+    costs what was spent from its start to the next mark (a later play or the playbook's end)."""
+    phases = {}
+    for mark, following in zip(marks, marks[1:]):
+        phase = phase_of(mark["play"])
+        phases[phase] = phases.get(phase, 0) + following["cpu"] - mark["cpu"]
+    return marks[0]["cpu"], phases
+
+
+def timing_env(cpu_file):
+    """The environment of a timed run: the json stdout callback, and play_cpu beside the callbacks
+    ansible.cfg enables (the variable replaces that list, so the fleet report's callback stays on)."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "ansible.cfg")
+    enabled = os.environ.get("ANSIBLE_CALLBACKS_ENABLED", cfg.get("defaults", "callbacks_enabled", fallback=""))
+    return dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+                ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_DIR),
+                ANSIBLE_CALLBACKS_ENABLED=",".join(n for n in [*enabled.split(","), PLAY_CPU] if n.strip()),
+                INFERTUNE_BENCH_PLAY_CPU=str(cpu_file))
+
+
+def per_host(figures, hosts):
+    return {name: round(value / hosts, 3) for name, value in figures.items()}
+
+
 def run(hosts, playbook_file="site.yml", *args):
-    """Run a playbook with the json callback: seconds, per-phase seconds, batches, tasks, changes."""
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    proc, seconds, cpu = timed([str(BIN / "ansible-playbook"), playbook_file, *args], env)
-    if proc.returncode:
-        raise SystemExit(proc.stdout[-6000:] + proc.stderr[-3000:])
+    """Run a playbook with the json callback and play_cpu: seconds and CPU seconds, in all and per
+    phase, batches, tasks, changes."""
+    with tempfile.TemporaryDirectory(prefix="infertune-bench-") as tmp:
+        cpu_file = Path(tmp) / "play_cpu.json"
+        proc, seconds, cpu = timed([str(BIN / "ansible-playbook"), playbook_file, *args], timing_env(cpu_file))
+        if proc.returncode:
+            raise SystemExit(proc.stdout[-6000:] + proc.stderr[-3000:])
+        startup_cpu, phases_cpu = play_cpu(json.loads(cpu_file.read_text()))
     result = json.loads(proc.stdout)
     phases = {}
     for play in result["plays"]:
-        phase = PHASES.get(play["play"]["name"], play["play"]["name"])
+        phase = phase_of(play["play"]["name"])
         # A play that matched no host (no host pending) has no end: it cost nothing.
         seconds_in_play = seconds_between(play["play"]["duration"]) if "end" in play["play"]["duration"] else 0
         phases[phase] = round(phases.get(phase, 0) + seconds_in_play, 1)
     stats = result["stats"]
-    if len(stats) != hosts:
-        raise SystemExit(f"the run's stats list {len(stats)} hosts, expected {hosts}")
+    reached = sum(1 for s in stats.values() if not s["unreachable"])
+    if len(stats) != hosts or reached != hosts:
+        raise SystemExit(f"the run's stats list {len(stats)} hosts, {reached} reached, expected {hosts}")
     # Not one number: run_once tasks count on the first host of a batch or play only.
     tasks = sorted({s["ok"] + s["changed"] + s["skipped"] for s in stats.values()})
-    batches = sum(1 for play in result["plays"] if PHASES.get(play["play"]["name"]) == "batches" and play["tasks"])
-    return {"seconds": round(seconds, 1), "seconds_per_host": round(seconds / hosts, 2),
-            "cpu_seconds": round(cpu, 1), "cpu_seconds_per_host": round(cpu / hosts, 2), "phases": phases,
+    batches = sum(1 for play in result["plays"] if phase_of(play["play"]["name"]) == "batches" and play["tasks"])
+    return {"hosts_reached": reached, "seconds": round(seconds, 1), "seconds_per_host": round(seconds / reached, 2),
+            "cpu_seconds": round(cpu, 1), "controller_cpu_seconds_per_host": round(cpu / reached, 3),
+            "phases": phases, "startup_cpu_seconds": round(startup_cpu, 2),
+            "phases_cpu": {name: round(value, 2) for name, value in phases_cpu.items()},
+            "phases_cpu_per_host": per_host(phases_cpu, reached),
             "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()}}
 
 
@@ -125,7 +176,7 @@ def drift_run(hosts):
 
 def measure(hosts):
     fleet(hosts)
-    setup = median_of(setup_round)
+    setup = median_of(lambda: setup_round(hosts))
     setup_s = setup["seconds"]
     runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
             "check": median_of(lambda: run(hosts, "site.yml", "--check")),
@@ -133,8 +184,10 @@ def measure(hosts):
             "drift": median_of(lambda: drift_run(hosts))}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
-    return {"hosts": hosts, "setup_seconds": setup_s, "setup_cpu_seconds": setup["cpu_seconds"],
-            "setup_cpu_seconds_per_host": round(setup["cpu_seconds"] / hosts, 2), "repeat": REPEAT, **runs,
+    return {"hosts": hosts, "hosts_reached": setup["hosts_reached"], "setup_seconds": setup_s,
+            "setup_cpu_seconds": setup["cpu_seconds"],
+            "setup_cpu_seconds_per_host": round(setup["cpu_seconds"] / setup["hosts_reached"], 3),
+            "repeat": REPEAT, **runs,
             **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2)
                for name in ("noop", "check", "verify", "drift")},
             **{f"{name}_cpu_over_setup": round(runs[name]["cpu_seconds"] / setup["cpu_seconds"], 2)
@@ -142,22 +195,24 @@ def measure(hosts):
 
 
 def print_table(rows):
-    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'cpu s':>6} {'x cpu':>6} {'plan':>5} "
-          f"{'batches':>7} {'verify':>6} {'#batch':>6} {'changed':>7}")
+    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'cpu s':>6} {'x cpu':>6} {'cpu/host':>8} "
+          f"{'plan':>5} {'batches':>7} {'verify':>6} {'#batch':>6} {'changed':>7}")
     for r in rows:
         for name in ("converge", "noop", "check", "verify", "drift"):
             result = r[name]
             phases = result["phases"]
-            print(f"{r['hosts']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
+            print(f"{r['hosts_reached']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
                   f"{result['seconds'] / r['setup_seconds']:>7.2f} {result['cpu_seconds']:>6} "
-                  f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} {phases.get('plan', phases.get('read', '-')):>5} "
+                  f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} "
+                  f"{result['controller_cpu_seconds_per_host']:>8} "
+                  f"{phases.get('plan', phases.get('read', '-')):>5} "
                   f"{phases.get('batches', '-'):>7} {phases.get('verify', '-'):>6} {result['batches']:>6} "
                   f"{result['changed']:>7}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", default="8,32", help="fleet sizes, comma-separated (default 8,32)")
+    parser.add_argument("--hosts", default="8,32,64", help="fleet sizes, comma-separated (default 8,32,64)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "fleet_timing.json")
     args = parser.parse_args()
 

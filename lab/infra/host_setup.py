@@ -4,8 +4,11 @@ import subprocess
 from . import paths, podman
 
 INOTIFY_KEY = "fs.inotify.max_user_instances"
-# Each systemd container takes ~7 inotify instances; the default 128 stops at ~18 hosts.
-INOTIFY_MIN = 1024
+# Each systemd container takes INOTIFY_PER_HOST inotify instances, counted per user (root) across
+# every lab on the machine: the default 128 stops at ~18 hosts, 1024 at ~140 (two labs of 64 and 8
+# took 504). 8192 leaves the bound to the lab's /24 (244 hosts), with another lab beside it.
+INOTIFY_PER_HOST = 7
+INOTIFY_MIN = 8192
 TEMPLATES = paths.LAB / "podman"
 
 
