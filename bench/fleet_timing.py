@@ -49,7 +49,7 @@ ADHOC_RESULT = re.compile(r"^(\S+) \| (SUCCESS|CHANGED|FAILED!|UNREACHABLE!)", r
 PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
                   + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]]
                   + [play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "drift.yml").read_text())],
-                  ("plan", "batches", "verify", "read", "publish")))
+                  ("plan", "batches", "verify", "read", "publish", "unread")))
 
 
 def fleet(hosts):
