@@ -9,8 +9,8 @@ name: sglang_target
 author: infertune developers (@infertune)
 short_description: host:port where the fleet reaches a server listening on an address
 description:
-  - The listen address and port, unless the server listens on every address (C(0.0.0.0) or C(::)):
-    then the address the host is reached at. An IPv6 address is put in brackets.
+  - "The listen address and port, unless the server listens on every address (C(0.0.0.0) or C(::)):
+    then the address the host is reached at. An IPv6 address is put in brackets."
 options:
   _input:
     description: the address the server listens on

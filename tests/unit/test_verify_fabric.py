@@ -125,7 +125,7 @@ def test_the_pcie_checks_share_one_probe_answer_per_host(tmp_path):
     assert read(run, "h1") == probed(root)
     assert commands == [("python3 -c %s", ((REPO / "tests/verify/pci_probe.py").read_text(),))]
     failing = outcome(read, lambda command, *args: SimpleNamespace(rc=1, stdout="", stderr="Permission denied"), "h1")
-    assert failing == "h1: PCI config space: could not read it: Permission denied"
+    assert failing == "h1: PCIe: could not read PCI config space: Permission denied"
     checks = [load("test_pcie_mrrs").test_pcie_mrrs, load("test_pcie_mrrs").test_pcie_mrrs_untouched_elsewhere] + [
         getattr(load("test_pcie_fabric"), f"test_pcie_{check}") for check in ("acs", "links", "bar1")]
     assert all("pci_functions" in inspect.signature(check).parameters for check in checks)

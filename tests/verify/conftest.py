@@ -110,5 +110,5 @@ def pci_functions(run, name):
     fabric checks: one read per host for the session (the fleet runner keeps the answer)."""
     result = run("python3 -c %s", PCI_PROBE)
     if result.rc != 0:
-        pytest.fail(f"{name}: PCI config space: could not read it: {result.stderr.strip()[-300:]}", pytrace=False)
+        pytest.fail(f"{name}: PCIe: could not read PCI config space: {result.stderr.strip()[-300:]}", pytrace=False)
     return {function["bdf"]: function for function in json.loads(result.stdout)}
