@@ -3,7 +3,7 @@
 A knob publishes its values as its apply function returns them (infertune_results[knob]); their
 shape depends on the catalog entry's `module`, or for the rollout's own rows (drain, reboot) on
 the row. Each shape is said here once: "sglang.service: disabled, inactive → enabled, active",
-"kernel.numa_balancing 1 → 0", "512 bytes on 2 devices → 4096 bytes on 2 devices", never the
+"kernel.numa_balancing: 1 → 0", "512 bytes on 2 devices → 4096 bytes on 2 devices", never the
 bare "-1 +0" of a word diff.
 """
 from __future__ import annotations
@@ -16,12 +16,13 @@ def _plural(count, word):
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def _per_device(values, say, noun):
-    """{bdf: value} -> '512 bytes on 2 devices' (one group per value)."""
+def _per_device(values, word, noun):
+    """{bdf: value} -> '512 bytes on 2 devices': one group per value, the most common first."""
     counts = {}
     for value in values.values():
         counts[value] = counts.get(value, 0) + 1
-    return ", ".join(f"{say(value)} on {_plural(n, noun)}" for value, n in sorted(counts.items(), key=str))
+    return ", ".join(f"{word(value)} on {_plural(n, noun)}"
+                     for value, n in sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def _acs(value):
