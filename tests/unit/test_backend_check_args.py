@@ -25,9 +25,14 @@ def render(text, values):
 def test_check_yml_and_the_plan_judge_the_backend_with_the_same_arguments():
     tasks = yaml.safe_load((REPO / "roles/sglang/tasks/check.yml").read_text())
     judge = next(t for t in tasks if t["name"] == "Judge the MoE runner backend on these GPUs")
+    args = judge["infertune.fleet.moe_backend_support"]
     values = variables(sglang_moe_runner_backend="flashinfer_cutedsl", sglang_flashinfer_allreduce_fusion="false")
-    from_role = render(judge["args"], values)
     from_plan = render("{{ infertune_backend_check }}", values)
-    assert from_role == dict(from_plan, gpus=GPUS, host="gpu-a")
     assert (from_plan["backend"], from_plan["allreduce_fusion"]) == ("flashinfer_cutedsl", False)
-    assert set(from_plan) == {"venv", "backend", "quantization", "matrix", "kernels", "allreduce_fusion"}
+    assert {key: render(text, values) for key, text in args.items()} == dict(from_plan, gpus=GPUS, host="gpu-a")
+    # One definition: what it says (here changed as an inventory could) is what both pass.
+    values = variables(sglang_backend_check={"venv": "/opt/v", "backend": "triton", "quantization": "fp8",
+                                             "matrix": [], "kernels": {}, "allreduce_fusion": True})
+    assert {key: render(text, values) for key, text in args.items()} == dict(
+        render("{{ infertune_backend_check }}", values), gpus=GPUS, host="gpu-a") == dict(
+        values["sglang_backend_check"], gpus=GPUS, host="gpu-a")
