@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, docsection
+from . import COLLECTION, docsection, values
 
 CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
@@ -41,11 +41,22 @@ def knobs(catalog=CATALOG):
     return tuple((e["name"], e.get("label", e["name"]), tuple(e.get("verify", ()))) for e in entries) + EXTRA
 
 
+def kinds(catalog=CATALOG):
+    """{name: (kind, subject)}: how each knob's values read (values.py): its module, and the unit or
+    sysctl it sets where the catalog names it literally; EXTRA's rows by their own name."""
+    out = {key: (key, None) for key, _label, _tests in EXTRA}
+    for entry in yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]:
+        args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
+        subject = {"systemd_unit": args.get("unit"), "sysctl": args.get("name")}.get(entry.get("module"))
+        literal = isinstance(subject, str) and "{" not in subject
+        out[entry["name"]] = (entry.get("module"), subject if literal else None)
+    return out
+
+
 NOT_APPLICABLE = "not applicable on this host"
 # Worst first: a knob shows the worst status among its checks.
 STATUS_ORDER = ("error", "fail", "pass", "n/a", "not checked")
 SYMBOL = {"error": "⚠️", "fail": "❌", "pass": "✅", "n/a": "–", "not checked": "·"}
-BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.I)
 CELL_WIDTH = 70
 # "host: knob: " that every verification message starts with; the detail table has both already.
 PREFIX = re.compile(r"^[^:\s]+: [^:]+: ")
@@ -107,43 +118,19 @@ def read_fragments(directory):
     return fragments
 
 
-def short(value):
-    """A tuning module's before/after value in a few words."""
-    if value is None or value == {} or value == "":
-        return "—"
-    if isinstance(value, dict):
-        if value and all(BDF.match(k) for k in value):
-            counts = {}
-            for v in value.values():
-                counts[v] = counts.get(v, 0) + 1
-            return ", ".join(f"{v} on {n}" for v, n in sorted(counts.items(), key=str))
-        parts = []
-        for key, item in value.items():
-            if isinstance(item, dict):
-                parts.append(f"{key}: " + ", ".join(f"{k} {n}" for k, n in item.items() if n))
-            else:
-                parts.append(f"{key} {item}")
-        return "; ".join(parts)
-    return " / ".join(line.strip() for line in str(value).splitlines() if line.strip())
-
-
-def change(result, check_mode=False):
-    """'before → after' (or what happened instead) for one knob's published result."""
+def change(result, check_mode=False, kind=None, subject=None):
+    """'before → after' (or what happened instead) for one knob's published result, each value
+    said for what it is (infertune/values.py): kind is the catalog entry's module or the row's
+    name, subject the unit or sysctl it sets."""
     if result is None:
         return "not run"
     if result.get("failed"):
         return "failed: " + str(result.get("msg", ""))
     if result.get("skipped_reason"):
         return "skipped: " + result["skipped_reason"]
-    before, after = result.get("before"), result.get("after")
     if not result.get("changed"):
-        return f"{short(after)} (unchanged)"
-    if isinstance(before, str) and isinstance(after, str) and "\n" not in before + after and before and after:
-        old, new = before.split(), after.split()
-        words = [f"-{w}" for w in old if w not in new] + [f"+{w}" for w in new if w not in old]
-        text = " ".join(words) or f"{short(before)} → {short(after)}"
-    else:
-        text = f"{short(before)} → {short(after)}"
+        return f"{values.say(kind, result.get('after'), subject)} (unchanged)"
+    text = values.change(kind, result.get("before"), result.get("after"), subject)
     # A plan, or a --check run, is never shown as applied.
     return text if result.get("applied") and not check_mode else f"would change: {text}"
 
@@ -249,6 +236,7 @@ def build(fragments, verified, hosts=None, run=None):
     """run: this run's record per host ({verify, results, check_mode, rollout}), when there is one."""
     run = run or {}
     catalog = knob_catalog(verified)
+    shapes = kinds()
     names = sorted(hosts or set(fragments) | set(verified))
     report = {"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "knobs": {key: label for key, label, tests in catalog}, "hosts": {}}
@@ -266,7 +254,7 @@ def build(fragments, verified, hosts=None, run=None):
                 "changed": bool(result and result.get("changed") and result.get("applied") and not check_mode),
                 "checks": knob_checks,
                 "tuning": None if result is None else {
-                    "change": change(result, check_mode),
+                    "change": change(result, check_mode, *shapes.get(key, (None, None))),
                     **{k: result[k] for k in ("before", "after", "changed", "msg", "hooks") if k in result}},
             }
         failing = [k for k, v in rows.items() if v["verify"] in ("fail", "error")]

@@ -31,12 +31,19 @@ def target(host, entry, defaults):
     # -e gives strings: "false" is off.
     if str(values.get("sglang_enable_metrics", True)).lower() in ("false", "no", "off", "0"):
         return None
-    address = str(values.get("sglang_host", "0.0.0.0"))
+    return endpoint(values.get("sglang_host", "0.0.0.0"), values.get("sglang_port"), entry.get("address") or host)
+
+
+def endpoint(listen, port, reached_at):
+    """host:port of a server listening on `listen`: that address, unless it is every address
+    (0.0.0.0, ::), then `reached_at` (the address Ansible reaches the host at). IPv6 in brackets.
+    The sglang role's sglang_metrics_target is this, through the sglang_target filter."""
+    address = str(listen)
     if address in ANY_ADDRESS:
-        address = str(entry.get("address") or host)
+        address = str(reached_at)
     if ":" in address:
         address = f"[{address}]"
-    return f"{address}:{values.get('sglang_port')}"
+    return f"{address}:{port}"
 
 
 def merge(previous, run, fleet, defaults):

@@ -1,7 +1,7 @@
-"""The Ansible side of a knob module: one gate, one error path, one diff shape.
+"""The Ansible side of the modules: one gate, one error path, one diff shape, one command runner.
 
 plugins/module_utils/infertune_node stays free of Ansible so the boot-time tool can import
-it; this is the thin layer every knob module in plugins/modules/ shares.
+it; this is the thin layer the modules in plugins/modules/ share.
 """
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 
@@ -21,3 +21,15 @@ def run_knob(module, apply, *args):
     elif "diff" not in result:
         result["diff"] = {"before": _diff_side(result["before"]), "after": _diff_side(result["after"])}
     module.exit_json(**result)
+
+
+def runner(module):
+    """run(argv) -> (rc, stdout, stderr) for the host-side readers: the binary from PATH, C locale.
+    A missing binary answers rc 127 and "NAME: command not found", as gate.run does at boot
+    (run_command would fail the whole module instead)."""
+    def run(argv):
+        executable = module.get_bin_path(argv[0])
+        if executable is None:
+            return 127, "", "%s: command not found" % argv[0]
+        return module.run_command([executable] + list(argv[1:]), environ_update={"LC_ALL": "C"})
+    return run

@@ -129,18 +129,9 @@ problems:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
-
-
-def runner(module):
-    """run(argv) for the gate: the binary from PATH, C locale."""
-    def run(argv):
-        executable = module.get_bin_path(argv[0])
-        if executable is None:
-            raise OSError("%s is not on PATH" % argv[0])
-        return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
-    return run
 
 
 def main():

@@ -79,10 +79,10 @@ plan:
   type: dict
 """
 
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import fingerprints
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
@@ -94,20 +94,6 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.mod
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
-
-
-def runner(module):
-    """run(argv): the binary from PATH, C locale; a missing one answers rc 127."""
-    def run(argv):
-        executable = module.get_bin_path(argv[0]) or argv[0]
-        # run_command fails the module on a missing binary: answer as documented instead.
-        if not os.path.isabs(executable):
-            return 127, "", "%s: command not found" % argv[0]
-        try:
-            return module.run_command([executable] + argv[1:], environ_update={"LC_ALL": "C"})
-        except OSError as exc:
-            return 127, "", str(exc)
-    return run
 
 
 def checks(module, plan):

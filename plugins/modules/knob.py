@@ -27,6 +27,10 @@ options:
     description: Its arguments.
     type: dict
     default: {}
+  stage:
+    description: The knob's stage in the catalog; a change of a C(runtime) knob is C(runtime_pending).
+    type: str
+    choices: [boot, runtime, persist, service]
 author: infertune developers (@infertune)
 """
 
@@ -36,6 +40,7 @@ EXAMPLES = r"""
     name: pcie_mrrs
     module: pcie_mrrs
     args: {value: 4096, vendor: "0x10de", classes: ["0x0300", "0x0302"]}
+    stage: runtime
 """
 
 RETURN = r"""
@@ -76,11 +81,13 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kno
 def main():
     module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True},
                                           "module": {"type": "str", "required": True},
-                                          "args": {"type": "dict", "default": {}}},
+                                          "args": {"type": "dict", "default": {}},
+                                          "stage": {"type": "str", "choices": ["boot", "runtime", "persist", "service"]}},
                            supports_check_mode=True)
     params = module.params
     try:
-        contract, diff, actions = run(params["module"], params["args"], Gate(check_mode=module.check_mode))
+        contract, diff, actions = run(params["module"], params["args"], Gate(check_mode=module.check_mode),
+                                      stage=params["stage"])
     except TuningError as exc:
         module.fail_json(msg="%s: %s" % (params["name"], exc))
     result = dict(contract, actions=actions)

@@ -39,14 +39,14 @@ def test_every_cpu_grouped_and_a_long_list_bounded(amd128):
 
 def test_any_knob_gets_a_summary_of_what_differs():
     before = {"0000:%02x:00.0" % n: 4096 for n in range(8)}
-    assert differs.summarize(before, dict(before, **{"0000:05:00.0": 512})) == "0000:05:00.0 4096 -> 512 (7 others ok)"
+    assert differs.summarize(before, dict(before, **{"0000:05:00.0": 512})) == "0000:05:00.0: 4096 -> 512 (7 others ok)"
     assert differs.summarize("quiet splash " + "x=1 " * 40, "quiet " + "x=1 " * 40 + "processor.max_cstate=1") == (
         "-splash +processor.max_cstate=1")
     assert differs.summarize("options nvidia a=1\noptions nvidia_uvm b=2\n", "options nvidia a=2\n") == (
         "-options nvidia a=1; -options nvidia_uvm b=2; +options nvidia a=2")
     assert differs.summarize("passive", "active") == "passive -> active"
     assert differs.summarize({"enabled": "disabled", "active": "active"},
-                             {"enabled": "enabled", "active": "active"}) == "enabled disabled -> enabled (1 other ok)"
+                             {"enabled": "enabled", "active": "active"}) == "enabled: disabled -> enabled (1 other ok)"
     assert differs.summarize({"a": 1}, {"a": 1}) == "" and differs.summarize(None, "x") == "none -> x"
 
 

@@ -100,11 +100,8 @@ def test_query_smi_asks_for_every_field_without_units():
 
 
 def test_missing_nvidia_smi_is_named():
-    def run(argv):
-        raise OSError("nvidia-smi is not on PATH")
-
-    with pytest.raises(GpuQueryError, match="nvidia-smi not found"):
-        query_smi(run)
+    with pytest.raises(GpuQueryError, match=r"^nvidia-smi not found \(nvidia-smi: command not found\)"):
+        query_smi(lambda argv: (127, "", "nvidia-smi: command not found"))
 
 
 def test_driver_not_loaded_is_named():
@@ -314,3 +311,31 @@ def test_the_plan_gates_the_gpus_and_fingerprints_in_its_one_read(fake_smi, tmp_
     assert plan["fingerprint"]["files"] == {str(unit_file): {"sha1": hashlib.sha1(b"[Unit]\n").hexdigest(),
                                                              "mode": "0644"},
                                             str(tmp_path / "absent"): None}
+
+
+MISSING_SMI = ("nvidia-smi not found (/opt/none/nvidia-smi: command not found): "
+               "is the NVIDIA driver installed on this host?")
+
+
+def test_a_missing_nvidia_smi_reads_the_same_through_both_modules(capsys):
+    """gpu_facts and the plan run commands through the one runner: rc 127 and the same message."""
+    gate_args = dict(source="nvidia_smi", nvidia_smi="/opt/none/nvidia-smi", **SEED_PROFILE)
+    rc, result = run_module("gpu_facts", dict(gate_args, host="node1"), capsys)
+    assert rc == 1 and result["msg"] == "host node1: " + MISSING_SMI and result["problems"] == [MISSING_SMI]
+    rc, result = run_module("infertune_plan", {"knobs": [], "gpu_gate": gate_args, "publish": False}, capsys)
+    assert rc == 0 and result["plan"]["gpus"]["problems"][0] == MISSING_SMI
+
+
+def test_the_shared_runner_answers_127_for_a_missing_binary_and_runs_the_rest():
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
+
+    class Module:
+        def get_bin_path(self, name):
+            return "/usr/bin/" + name if name == "true" else None
+
+        def run_command(self, argv, environ_update):
+            return 0, " ".join(argv) + " " + environ_update["LC_ALL"], ""
+
+    run = runner(Module())
+    assert run(["no-such-tool", "-x"]) == (127, "", "no-such-tool: command not found")
+    assert run(["true", "-x"]) == (0, "/usr/bin/true -x C", "")

@@ -113,10 +113,10 @@ def test_a_bad_iommu_mode_fails_the_knob(host):
 def test_acs_redirect_is_a_runtime_knob(tmp_path):
     root = fabric_tree(str(tmp_path))
     args = {"vendor": "0x10de", "classes": ["0x0300", "0x0302"], "force": False}
-    contract, _, actions = knobs.run("pcie_acs", args, Gate(), root)
+    contract, _, actions = knobs.run("pcie_acs", args, Gate(), root, "runtime")
     assert contract["changed"] and contract["runtime_pending"] and len(actions) == 3
     assert (contract["before"][SWITCH_ROOT], contract["after"][SWITCH_ROOT]) == ("0x001d", "0x0011")
-    again, _, actions = knobs.run("pcie_acs", args, Gate(), root)
+    again, _, actions = knobs.run("pcie_acs", args, Gate(), root, "runtime")
     assert not again["changed"] and not again["runtime_pending"] and actions == []
     assert knobs.summarize([{"name": "pcie_acs", "module": "pcie_acs"}], {"pcie_acs": contract}, "when_needed")["drain"]
 
@@ -171,3 +171,14 @@ def test_a_unit_asked_stopped_is_stopped_running_or_waiting_to_restart(host, act
     result = apply_unit("/", "sglang.service", [], False, False, Gate(runner=systemctl))
     assert systemctl.calls == [["stop", "sglang.service"]]
     assert result["after"] == {"enabled": "disabled", "active": "inactive"}
+
+
+def test_runtime_pending_follows_the_catalog_stage(tmp_path):
+    """Which knobs are runtime is the catalog's stage, not a list in the registry: the same
+    change is pending at runtime (a drain) only for an entry of stage runtime."""
+    args = {"vendor": "0x10de", "classes": ["0x0300", "0x0302"], "force": False}
+    entries = [{"name": stage, "module": "pcie_acs", "args": args, "stage": stage} for stage in ("runtime", "boot")]
+    results = knobs.predict(entries, fabric_tree(str(tmp_path)))
+    assert results["runtime"]["changed"] and results["runtime"]["runtime_pending"]
+    assert results["boot"]["changed"] and not results["boot"]["runtime_pending"]
+    assert knobs.summarize(entries[1:], {"boot": results["boot"]}, "never")["drain"] is False

@@ -47,7 +47,7 @@ def test_check_mode_predicts_enable_and_start_and_runs_neither():
     assert results["nvidia_persistence"] == {
         "changed": True, "before": {"enabled": "disabled", "active": "inactive"},
         "after": {"enabled": "enabled", "active": "active"}, "reboot_required": False, "runtime_pending": False,
-        "msg": UNIT + ": enabled, active", "differs": "enabled disabled -> enabled; active inactive -> active"}
+        "msg": UNIT + ": enabled, active", "differs": "enabled: disabled -> enabled; active: inactive -> active"}
     _, _, actions = knobs.run("systemd_unit", ENTRY["args"], Gate(check_mode=True, runner=systemctl))
     assert actions == ["systemctl enable " + UNIT, "systemctl restart " + UNIT] and systemctl.calls == []
     # Starting the daemon disturbs no client: a host with only this pending is neither drained nor rebooted.

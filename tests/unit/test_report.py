@@ -70,12 +70,12 @@ def test_fleet_json_verdicts_and_changes(tmp_path):
     assert two["failing"] == ["pcie_mrrs", "gpus"]  # MaxReadReq: one check passed, one failed
     # A knob shows the worst of its checks: n/a governor + passing EPP -> pass.
     assert one["knobs"]["cpufreq"]["verify"] == "pass"
-    assert one["knobs"]["pcie_mrrs"]["tuning"]["change"] == "512 on 2 → 4096 on 2"
-    assert one["knobs"]["kernel_cmdline"]["tuning"]["change"] == "+processor.max_cstate=1"
+    assert one["knobs"]["pcie_mrrs"]["tuning"]["change"] == "512 bytes on 2 devices → 4096 bytes on 2 devices"
+    assert one["knobs"]["kernel_cmdline"]["tuning"]["change"] == "added processor.max_cstate=1"
     assert one["knobs"]["reboot"]["tuning"]["change"] == "not rebooted (unchanged)"
-    assert one["knobs"]["cpufreq"]["tuning"]["change"] == "governor: powersave 128 → governor: performance 128"
+    assert one["knobs"]["cpufreq"]["tuning"]["change"] == "governor powersave on 128 CPUs → governor performance on 128 CPUs"
     # A planned change is never shown as applied.
-    assert one["knobs"]["numa_balancing"]["tuning"]["change"] == "would change: -1 +0"
+    assert one["knobs"]["numa_balancing"]["tuning"]["change"] == "would change: kernel.numa_balancing: 1 → 0"
     assert not one["knobs"]["numa_balancing"]["changed"]
     assert one["knobs"]["pcie_mrrs"]["changed"] and not one["knobs"]["gpus"]["changed"]
     # A test the catalog does not know yet still gets its own column.
@@ -95,7 +95,7 @@ def test_markdown_summarises_before_details(tmp_path):
     assert "- gpu-02: MaxReadReq: expected 4096, found 0000:41:00.0: 512" in head
     assert '- gpu-02: GPUs: failed on setup with "RuntimeError: ssh"' in head
     assert "<summary>gpu-02: fail, no tuning record</summary>" in details
-    assert "| MaxReadReq | 512 on 2 → 4096 on 2 | ✅  |" in details
+    assert "| MaxReadReq | 512 bytes on 2 devices → 4096 bytes on 2 devices | ✅  |" in details
 
 
 def test_decode_floor_and_benchmark_in_the_report(tmp_path):
@@ -130,7 +130,7 @@ def test_a_check_run_is_recorded_as_a_plan_never_as_applied(tmp_path):
     assert not (tmp_path / "hosts" / "gpu-02.json").exists()
     fleet = report.build(report.read_fragments(tmp_path / "hosts"), {})
     mrrs = fleet["hosts"]["gpu-01"]["knobs"]["pcie_mrrs"]
-    assert mrrs["tuning"]["change"] == "would change: 512 on 1 → 4096 on 1" and not mrrs["changed"]
+    assert mrrs["tuning"]["change"] == "would change: 512 bytes on 1 device → 4096 bytes on 1 device" and not mrrs["changed"]
 
 
 def test_every_host_not_verified_says_how_far_the_run_took_it_and_why(tmp_path):
@@ -174,7 +174,7 @@ def test_a_record_of_a_check_or_earlier_run_never_reads_as_tuned(tmp_path):
     assert ("<summary>gpu-02: fail, checked 2026-11-29T09:00:00 under --check, nothing applied (an earlier run)"
             "</summary>") in details
     assert "<summary>gpu-03: not verified, planned " in details and ", nothing applied</summary>" in details
-    assert "| reboot | would change: -kernel +rebooted |" in details
+    assert "| reboot | would change: reboot needed: kernel → rebooted |" in details
     assert "tuned 2026-11-29" not in details
     hosts = json.loads((tmp_path / "fleet.json").read_text())["hosts"]
     assert not hosts["gpu-02"]["knobs"]["reboot"]["changed"]
@@ -192,7 +192,7 @@ def test_acs_and_the_fabric_gates_have_their_rows(tmp_path):
     fleet = json.loads((tmp_path / "fleet.json").read_text())
     knobs = fleet["hosts"]["gpu-01"]["knobs"]
     assert knobs["pcie_acs"]["label"] == "ACS redirect"
-    assert knobs["pcie_acs"]["tuning"]["change"] == "0x001d on 2 → 0x0011 on 2"
+    assert knobs["pcie_acs"]["tuning"]["change"] == "redirect on (0x001d) on 2 ports → redirect off (0x0011) on 2 ports"
     assert knobs["fabric"]["label"] == "PCIe fabric"
     assert "AER 0000:13:00.0: correctable 3" in knobs["fabric"]["tuning"]["change"]
     assert "PCIe fabric" in (tmp_path / "fleet.md").read_text()

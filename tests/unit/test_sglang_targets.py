@@ -1,7 +1,15 @@
 """reports/sglang-targets.json (infertune/targets.py): the Prometheus file_sd list of the
 fleet's sglang /metrics, written with the fleet report, merged over the last one."""
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import yaml
+
+from fakehost import REPO
 from infertune import targets
 
 DEFAULTS = {"sglang_host": "0.0.0.0", "sglang_port": 30000, "sglang_enable_metrics": True}
@@ -53,3 +61,28 @@ def test_a_check_run_writes_nothing(tmp_path):
 def test_the_sglang_role_defaults_give_every_host_a_target(tmp_path):
     path = targets.write(tmp_path, {"gpu-a": {"address": "10.0.0.1", "expected": {}}}, ["gpu-a"])
     assert json.loads(path.read_text())[0]["targets"][0].startswith("10.0.0.1:")
+
+
+# Listen address, the address Ansible reaches the host at, the target.
+ADDRESSES = [("0.0.0.0", "10.0.0.1", "10.0.0.1:30000"), ("::", "fd00::1", "[fd00::1]:30000"),
+             ("192.168.7.4", "10.0.0.4", "192.168.7.4:30000"), ("fd00::5", "10.0.0.5", "[fd00::5]:30000")]
+
+
+def test_the_role_and_the_file_sd_list_compute_the_target_once(tmp_path):
+    """The sglang role's sglang_metrics_target (load-balancer hooks) is targets.endpoint, through
+    the sglang_target filter: rendered by ansible-playbook from the role's own vars file."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {
+        f"h{i}": {"sglang_host": listen, "ansible_host": reached, "sglang_port": 30000}
+        for i, (listen, reached, _) in enumerate(ADDRESSES)}}}))
+    (tmp_path / "play.yml").write_text(
+        "- hosts: all\n  gather_facts: false\n  connection: local\n"
+        f"  vars_files: [{REPO / 'roles/sglang/vars/main.yml'}]\n"
+        "  tasks:\n    - ansible.builtin.debug: {msg: \"target={{ sglang_metrics_target }}\"}\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
+                           str(tmp_path / "play.yml")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for i, (listen, reached, wanted) in enumerate(ADDRESSES):
+        assert re.search(r"^ok: \[h%d\] =>\s+msg: '?target=%s'?$" % (i, re.escape(wanted)), proc.stdout, re.M), proc.stdout
+        assert targets.endpoint(listen, 30000, reached) == wanted

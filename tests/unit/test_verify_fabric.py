@@ -1,8 +1,10 @@
 """Pieces of tests/verify for the PCIe fabric, on fake trees: the config-space probe, the fabric
 tests called directly, and the command line the verification expects."""
-import sys
-
+import inspect
+import json
 import os
+import sys
+from types import SimpleNamespace
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import apply_mrrs
@@ -105,6 +107,25 @@ def test_mrrs_verification_skips_sriov_virtual_functions(tmp_path):
     vf = SWITCH_GPUS[0][:-1] + "4"
     pci_device(root, vf, 0x10DE, 0x2BB5, 0x030200, b"\xff" * 4096)
     os.symlink("../" + SWITCH_GPUS[0], os.path.join(root, "sys/bus/pci/devices", vf, "physfn"))
-    functions = pci_probe.probe(root + "/sys/bus/pci/devices")
+    functions = probed(root)
     assert outcome(module.test_pcie_mrrs, "h1", functions, expected_values({})) == "pass"
-    assert [f["bdf"] for f in functions if f["vf"]] == [vf]
+    assert [bdf for bdf, f in functions.items() if f["vf"]] == [vf]
+
+
+def test_the_pcie_checks_share_one_probe_answer_per_host(tmp_path):
+    """pci_probe.py runs once per host: conftest's pci_functions reads it, every PCIe check takes that."""
+    root = fabric_tree(str(tmp_path))
+    commands = []
+
+    def run(command, *args):
+        commands.append((command, args))
+        return SimpleNamespace(rc=0, stdout=json.dumps(pci_probe.probe(root + "/sys/bus/pci/devices")), stderr="")
+
+    read = load("conftest").pci_functions._get_wrapped_function()
+    assert read(run, "h1") == probed(root)
+    assert commands == [("python3 -c %s", ((REPO / "tests/verify/pci_probe.py").read_text(),))]
+    failing = outcome(read, lambda command, *args: SimpleNamespace(rc=1, stdout="", stderr="Permission denied"), "h1")
+    assert failing == "h1: PCIe: could not read PCI config space: Permission denied"
+    checks = [load("test_pcie_mrrs").test_pcie_mrrs, load("test_pcie_mrrs").test_pcie_mrrs_untouched_elsewhere] + [
+        getattr(load("test_pcie_fabric"), f"test_pcie_{check}") for check in ("acs", "links", "bar1")]
+    assert all("pci_functions" in inspect.signature(check).parameters for check in checks)

@@ -99,3 +99,16 @@ def basics(sh):
 @pytest.fixture(scope="module")
 def cpu_vendor(basics):
     return basics["cpu_vendor"]
+
+
+PCI_PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def pci_functions(run, name):
+    """{bdf: function} of the host's PCI config space (pci_probe.py), for the MaxReadReq and the
+    fabric checks: one read per host for the session (the fleet runner keeps the answer)."""
+    result = run("python3 -c %s", PCI_PROBE)
+    if result.rc != 0:
+        pytest.fail(f"{name}: PCIe: could not read PCI config space: {result.stderr.strip()[-300:]}", pytrace=False)
+    return {function["bdf"]: function for function in json.loads(result.stdout)}

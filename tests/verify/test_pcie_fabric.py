@@ -1,9 +1,6 @@
 """The PCIe fabric under the GPUs (role pcie): ACS redirect off on every port above a GPU,
 P2P reads and writes OK between all GPUs, and the gates the plan ran (links at capability,
 BAR1 at least the GPU's memory) still hold."""
-import json
-from pathlib import Path
-
 import pytest
 
 from expected import truthy
@@ -15,31 +12,21 @@ from outcome import mismatch, not_applicable
 from readings import sections
 from test_pcie_mrrs import is_target
 
-PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
 REDIRECT = 0x000C  # ACS Control bit 2 P2P Request Redirect, bit 3 P2P Completion Redirect
 
 
-@pytest.fixture(scope="module")
-def functions(run, name):
-    result = run("python3 -c %s", PROBE)
-    if result.rc != 0:
-        pytest.fail(f"{name}: ACS redirect: could not read PCI config space: {result.stderr.strip()[-300:]}",
-                    pytrace=False)
-    return {f["bdf"]: f for f in json.loads(result.stdout)}
-
-
-def test_pcie_acs(name, functions, want):
+def test_pcie_acs(name, pci_functions, want):
     if not truthy(want["pcie_acs_clear_redirect"]):
         not_applicable(name, "ACS redirect", "pcie_acs_clear_redirect is false")
-    ports = sorted({port for f in functions.values() if is_target(f, want) for port in f["ports"]})
+    ports = sorted({port for f in pci_functions.values() if is_target(f, want) for port in f["ports"]})
     if not ports:
         not_applicable(name, "ACS redirect", "no GPU behind a PCI bridge (no port to judge)")
-    unreadable = [p for p in ports if functions.get(p, {}).get("config_bytes", 0) < 4096]
+    unreadable = [p for p in ports if pci_functions.get(p, {}).get("config_bytes", 0) < 4096]
     if unreadable:
         mismatch(name, "ACS redirect", "ACS Control readable on every port above the GPUs",
                  "extended config space unreadable (need root) on " + ", ".join(unreadable))
-    judged = [p for p in ports if functions[p]["acs"] is not None]
-    on = [f"{p} ({functions[p]['acs']:#06x})" for p in judged if functions[p]["acs"] & REDIRECT]
+    judged = [p for p in ports if pci_functions[p]["acs"] is not None]
+    on = [f"{p} ({pci_functions[p]['acs']:#06x})" for p in judged if pci_functions[p]["acs"] & REDIRECT]
     if on:
         mismatch(name, "ACS redirect", f"P2P request and completion redirect off on the {len(judged)} port(s) above"
                  " the GPUs that have ACS", f"redirect on at {len(on)}: " + ", ".join(on))
@@ -80,15 +67,15 @@ def gates(want):
     return set(want["pcie_fabric_gates"])
 
 
-def test_pcie_links(name, functions, want):
+def test_pcie_links(name, pci_functions, want):
     judged = gates(want) & {"width", "speed"}
     if not judged:
         not_applicable(name, "PCIe links", "pcie_fabric_gates has neither width nor speed")
     failures, seen = [], set()
-    for gpu in sorted(b for b, f in functions.items() if is_target(f, want)):
-        path = [gpu] + functions[gpu]["ports"]
+    for gpu in sorted(b for b, f in pci_functions.items() if is_target(f, want)):
+        path = [gpu] + pci_functions[gpu]["ports"]
         try:
-            regs = {b: config_link_regs(bytes.fromhex(functions[b]["head"]), b) for b in path}
+            regs = {b: config_link_regs(bytes.fromhex(pci_functions[b]["head"]), b) for b in path}
         except (KeyError, TuningError) as exc:
             mismatch(name, "PCIe links", "every link on the GPU paths readable", str(exc))
         for up, dev, ur, dr in path_pairs(path, regs):
@@ -108,15 +95,15 @@ def memory(sh):
     return sh("nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv,noheader,nounits 2>&1")
 
 
-def test_pcie_bar1(name, functions, memory, want):
+def test_pcie_bar1(name, pci_functions, memory, want):
     if "bar1" not in gates(want):
         not_applicable(name, "BAR1", "bar1 is not in pcie_fabric_gates")
     rows = [line.split(", ") for line in memory.splitlines() if line.count(", ") == 1]
     sizes = {sysfs_bdf(bus.strip()): int(mib) for bus, mib in rows if mib.strip().isdigit()}
     if not sizes:
         not_applicable(name, "BAR1", "nvidia-smi reports no GPU memory: " + memory.strip()[-200:])
-    small = [f"{bdf}: {functions[bdf]['bar1'] >> 20} MiB for {sizes[bdf]} MiB"
-             for bdf in sorted(sizes) if bdf in functions and functions[bdf]["bar1"] >> 20 < sizes[bdf]]
+    small = [f"{bdf}: {pci_functions[bdf]['bar1'] >> 20} MiB for {sizes[bdf]} MiB"
+             for bdf in sorted(sizes) if bdf in pci_functions and pci_functions[bdf]["bar1"] >> 20 < sizes[bdf]]
     if small:
         mismatch(name, "BAR1", "BAR1 at least the GPU's memory on every GPU (Resizable BAR, Above 4G Decoding)",
                  ", ".join(small))

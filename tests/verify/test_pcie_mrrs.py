@@ -1,21 +1,5 @@
 """PCIe MaxReadReq on every GPU endpoint, and nowhere else on the GPUs (role pcie)."""
-import json
-from pathlib import Path
-
-import pytest
-
 from outcome import mismatch, not_applicable
-
-PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
-
-
-@pytest.fixture(scope="module")
-def functions(run, name):
-    result = run("python3 -c %s", PROBE)
-    if result.rc != 0:
-        pytest.fail(f"{name}: MaxReadReq: could not read PCI config space: {result.stderr.strip()[-300:]}",
-                    pytrace=False)
-    return json.loads(result.stdout)
 
 
 def is_target(function, want):
@@ -26,7 +10,8 @@ def is_target(function, want):
             and int(function["class"], 16) >> 8 in classes)
 
 
-def test_pcie_mrrs(name, functions, want):
+def test_pcie_mrrs(name, pci_functions, want):
+    functions = list(pci_functions.values())
     if not functions:
         not_applicable(name, "MaxReadReq", "no PCI devices visible in /sys/bus/pci/devices")
     value = int(want["pcie_max_read_request"])
@@ -40,14 +25,14 @@ def test_pcie_mrrs(name, functions, want):
         mismatch(name, "MaxReadReq", expected, f"{len(off)} of {len(targets)} off: " + ", ".join(off))
 
 
-def test_pcie_mrrs_untouched_elsewhere(name, functions, want):
+def test_pcie_mrrs_untouched_elsewhere(name, pci_functions, want):
     """The GPUs' other functions (audio, USB) are never written: they must not carry the GPU value.
 
     Other vendors' devices are not judged: their drivers may raise MaxReadReq themselves; nor are
     SR-IOV virtual functions, whose Device Control fields are reserved."""
     value = int(want["pcie_max_read_request"])
     vendor = int(want["pcie_mrrs_vendor"], 16)
-    others = [f for f in functions if f["vendor"] and int(f["vendor"], 16) == vendor and not is_target(f, want)
+    others = [f for f in pci_functions.values() if f["vendor"] and int(f["vendor"], 16) == vendor and not is_target(f, want)
               and not f.get("vf") and isinstance(f["mrrs"], int)]
     if not others:
         not_applicable(name, "MaxReadReq elsewhere", f"no other PCI Express function of vendor {want['pcie_mrrs_vendor']}")

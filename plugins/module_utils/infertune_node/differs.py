@@ -3,7 +3,8 @@
 The plan once cut before and after at a fixed width, which hid the one CPU in 128 whose EPP
 had drifted. Here the differing elements come first, whole; a long list ends in "+N more".
 Elements with the same change are grouped (cpu0-3,7), and the count of those that need
-nothing follows: "cpu3 epp balance_performance -> performance (127 others ok)".
+nothing follows: "cpu3 epp balance_performance -> performance (127 others ok)". A mapping's
+elements are its keys, each followed by a colon: "enabled: disabled -> enabled".
 """
 import re
 
@@ -16,7 +17,8 @@ def elements(changes, total, shown=SHOWN):
     groups = {}
     for element, what, old, new in changes:
         groups.setdefault((what, _text(old), _text(new)), []).append(element)
-    parts = [" ".join(p for p in (names(members), what, old + ARROW + new) if p)
+    # A mapping's key says what its value is: "active: inactive -> active", "0000:05:00.0: 4096 -> 512".
+    parts = [" ".join(p for p in (names(members), what) if p) + (" " if what else ": ") + old + ARROW + new
              for (what, old, new), members in groups.items()]
     text = _bounded(parts, shown, "; ")
     others = total - len({change[0] for change in changes})

@@ -92,11 +92,11 @@ def parse_smi_csv(text):
 
 
 def query_smi(run, nvidia_smi="nvidia-smi"):
-    """Run nvidia-smi through `run(argv) -> (rc, stdout, stderr)`; `run` raises OSError when it is missing."""
-    try:
-        rc, out, err = run(smi_argv(nvidia_smi))
-    except OSError as exc:
-        raise GpuQueryError("nvidia-smi not found (%s): is the NVIDIA driver installed on this host?" % exc)
+    """Run nvidia-smi through `run(argv) -> (rc, stdout, stderr)`, which answers rc 127 when it is missing."""
+    rc, out, err = run(smi_argv(nvidia_smi))
+    if rc == 127:
+        raise GpuQueryError("nvidia-smi not found (%s): is the NVIDIA driver installed on this host?"
+                            % ((err or out).strip() or nvidia_smi))
     message = (out + "\n" + err).strip()
     if NO_DEVICES_MARKER in message:
         return []

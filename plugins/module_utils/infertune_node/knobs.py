@@ -12,8 +12,8 @@ from .gate import Gate, TuningError
 # The result contract every knob publishes (infertune_results[knob]); differs is what the plan
 # prints: the differing elements first (a knob may give its own, per element), never cut.
 CONTRACT = ("changed", "before", "after", "differs", "reboot_required", "runtime_pending", "msg", "skipped_reason")
-# Knobs whose change alters the running host at once: a serving host is drained first.
-RUNTIME = ("amd_pstate", "cpufreq_policy", "cpuidle_states", "pcie_mrrs", "pcie_acs")
+# The catalog stage whose changes alter the running host at once: a serving host is drained first.
+RUNTIME_STAGE = "runtime"
 
 
 def _cmdline_params(root, args):
@@ -66,8 +66,10 @@ MODULES = {
 }
 
 
-def run(module, args, gate, root="/"):
-    """Apply (or, with a check-mode gate, predict) one knob: (contract, diff, actions)."""
+def run(module, args, gate, root="/", stage=None):
+    """Apply (or, with a check-mode gate, predict) one knob: (contract, diff, actions).
+    stage is the catalog entry's: a change of a runtime knob is runtime_pending, unless the
+    apply function says itself (a sysctl whose file alone changes is not)."""
     if module not in MODULES:
         raise TuningError("unknown knob module %r (known: %s)" % (module, ", ".join(sorted(MODULES))))
     if not isinstance(args, dict):
@@ -80,7 +82,7 @@ def run(module, args, gate, root="/"):
         raise TuningError("%s: bad argument: %s" % (module, exc)) from exc
     contract = {key: result[key] for key in CONTRACT if key in result}
     contract["reboot_required"] = bool(result.get("reboot_required"))
-    contract.setdefault("runtime_pending", module in RUNTIME and bool(result["changed"]))
+    contract.setdefault("runtime_pending", stage == RUNTIME_STAGE and bool(result["changed"]))
     contract.setdefault("msg", "")
     if "differs" not in contract:
         # Files rewritten under an unchanged state (a unit's) differ only in what msg names.
@@ -95,7 +97,7 @@ def predict(entries, root="/", runner=None):
     for entry in entries:
         gate = Gate(check_mode=True) if runner is None else Gate(check_mode=True, runner=runner)
         try:
-            results[entry["name"]] = run(entry["module"], entry.get("args") or {}, gate, root)[0]
+            results[entry["name"]] = run(entry["module"], entry.get("args") or {}, gate, root, entry.get("stage"))[0]
         except TuningError as exc:
             results[entry["name"]] = {"failed": True, "changed": False, "msg": str(exc)}
     return results
