@@ -322,7 +322,7 @@ def test_a_missing_nvidia_smi_reads_the_same_through_both_modules(capsys):
     gate_args = dict(source="nvidia_smi", nvidia_smi="/opt/none/nvidia-smi", **SEED_PROFILE)
     rc, result = run_module("gpu_facts", dict(gate_args, host="node1"), capsys)
     assert rc == 1 and result["msg"] == "host node1: " + MISSING_SMI and result["problems"] == [MISSING_SMI]
-    rc, result = run_module("infertune_plan", {"knobs": [], "gpu_gate": gate_args, "publish": False}, capsys)
+    rc, result = run_module("infertune_plan", {"knobs": [], "gpu_gate": gate_args}, capsys)
     assert rc == 0 and result["plan"]["gpus"]["problems"][0] == MISSING_SMI
 
 
