@@ -1,5 +1,5 @@
 """infertune_host_plan: plan one host in one task - the read, the unit files compared, a second
-read where they differ, the host's record and its group.
+read where they differ, the host's record and the group it joins.
 
 The plan used to be five tasks per host (read, compare, second read, record, group_by), each a
 worker process and a round of templating on the control node; this is one, and the decisions are
@@ -12,8 +12,10 @@ Options: read (infertune_plan's options for the first read), catalog (the variab
 run's catalog entries, their unit files rendered for the release found), second_backend (the
 variable holding the second read's backend check, or none), problems (the variable holding more
 reasons to stop the host, such as sglang's checks), allow_control_node. Returns record (plan,
-results, backend, problems, group) and joins the group through add_group, as group_by does; a
-host its plan stops joins none. A host that cannot be read fails here with the module's answer.
+results, backend, problems, group: none for a host its plan stops). The group is joined by the
+plan's next tasks, once for every host in inventory order (results arrive in the order the hosts
+answer, and the rollout's canary is the group's first host). A host that cannot be read fails
+here with the module's answer.
 """
 from __future__ import annotations
 
@@ -83,6 +85,4 @@ class ActionModule(ActionBase):
                         and host_plan.is_control_node(plan.get("machine_id"), own_machine_id()))
         record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node)
         result.update(changed=False, record=record)
-        if record["group"]:
-            result.update(add_group=record["group"], parent_groups=["all"])
         return result

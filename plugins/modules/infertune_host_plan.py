@@ -11,8 +11,8 @@ description:
     second read, C(infertune_units_plan) (C(plan), the second read's plan).
   - Reads a second time, with the options O(second) resolves to, only when a unit knob's rendered files or
     state differ from what the first read found.
-  - Adds the host to the group the record names (as M(ansible.builtin.group_by) does), none when the record
-    has problems (the plan stops the host).
+  - The record names the group the host joins (none when the record has problems: the plan stops the host);
+    the caller adds the hosts to their groups, in inventory order.
   - Controller-only catalog keys (C(doc), C(rules)) are never sent to the host.
   - Never changes the host, in or out of check mode.
 options:
@@ -54,8 +54,4 @@ record:
   description: The variable O(record) names, resolved after the reads.
   returned: success
   type: dict
-add_group:
-  description: The group the host joins; absent when the record has problems.
-  returned: when the record names a group and has no problems
-  type: str
 """

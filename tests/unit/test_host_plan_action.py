@@ -1,6 +1,6 @@
 """plugins/action/infertune_host_plan.py: one task plans a host - the first read, the catalog
 resolved with its answer bound, a second read only where a unit differs (with the backend check
-resolved then), the record, and the group the host joins (none for a host its plan stops)."""
+resolved then) and the record, with the group the host joins (none for a host its plan stops)."""
 import hashlib
 
 import pytest
@@ -66,7 +66,7 @@ def test_a_converged_host_is_read_once_and_joins_the_converged_group(monkeypatch
     assert len(reads) == 1
     assert got["changed"] is False and got["record"]["plan"]["pending"] == []
     assert got["record"]["plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
-    assert got["add_group"] == "infertune_converged" and got["parent_groups"] == ["all"]
+    assert got["record"]["group"] == "infertune_converged" and "add_group" not in got
 
 
 def test_documentation_keys_of_the_catalog_never_reach_the_host(monkeypatch):
@@ -85,12 +85,12 @@ def test_a_unit_that_differs_gets_a_second_read_whose_answer_the_record_sees(mon
     assert got["record"]["plan"]["pending"] == ["sglang"] and got["record"]["plan"]["drain"] is True
     assert got["record"]["backend"]["verdict"] == "supported" and got["record"]["backend"]["sglang_version"] == "0.5.23"
     # The second read's command-line check reaches the problems; the host is stopped.
-    assert got["record"]["problems"] == ["argv refused"] and "add_group" not in got
+    assert got["record"]["problems"] == ["argv refused"] and got["record"]["group"] is None
 
 
 def test_the_control_node_is_stopped_unless_allowed(monkeypatch):
     got, _ = planned(monkeypatch, [first_plan()])
-    assert got["record"]["problems"][0].startswith("gpu-1: is the control node") and "add_group" not in got
+    assert got["record"]["problems"][0].startswith("gpu-1: is the control node") and got["record"]["group"] is None
     got, _ = planned(monkeypatch, [first_plan(machine_id="other")])
     assert got["record"]["problems"] == []
 
