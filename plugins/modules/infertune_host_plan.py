@@ -3,38 +3,40 @@ on the controller and reads the host through M(infertune.fleet.infertune_plan) (
 
 DOCUMENTATION = r"""
 module: infertune_host_plan
-short_description: Plan one host in one task - the read, the unit files compared, the host's record and group
+short_description: Plan one host in one task - the read, the unit files compared, the host's record
 description:
-  - Runs M(infertune.fleet.infertune_plan) on the host with O(read), then resolves on the control node the
-    variables named by O(compare), O(second) and O(record), with the reads' answers bound -
-    C(infertune_plan) (the first read's plan), C(infertune_units_in_place) (O(compare) resolved) and, after a
-    second read, C(infertune_units_plan) (C(plan), the second read's plan).
-  - Reads a second time, with the options O(second) resolves to, only when a unit knob's rendered files or
-    state differ from what the first read found.
-  - The record names the group the host joins (none when the record has problems: the plan stops the host);
-    the caller adds the hosts to their groups, in inventory order.
-  - Controller-only catalog keys (C(doc), C(rules)) are never sent to the host.
+  - Runs M(infertune.fleet.infertune_plan) on the host with O(read), then, on the control node, resolves the
+    variable O(catalog) names with the sglang release the read found (C(infertune_plan_backend)) bound, and
+    compares its unit knobs' rendered files and state with the read's fingerprint.
+  - Reads a second time only when a unit knob differs - its files diffed, and the backend check the variable
+    O(second_backend) names (with C(infertune_units_changed), the unit knobs that differ, bound).
+  - Builds the host's record (infertune/host_plan.py) - the plan of both reads, the results, the backend
+    verdict, every reason to stop the host (knobs that cannot be applied, the GPU and fabric gates, the
+    variable O(problems) names, the model weights, the control node) and the group the host joins, none
+    for a stopped host. The caller joins the hosts to their groups, in inventory order.
+  - Controller-only catalog keys (C(doc), C(rules)) are never rendered nor sent to the host.
   - Never changes the host, in or out of check mode.
 options:
   read:
     description: Options of M(infertune.fleet.infertune_plan) for the first read.
     type: dict
     required: true
-  compare:
-    description: Name of the variable that tells, per unit knob, whether its files and state are as asked.
+  catalog:
+    description: Name of the variable holding the run's catalog entries.
     type: str
     required: true
-  second:
-    description: Name of the variable holding the options of M(infertune.fleet.infertune_plan) for the second
-      read.
+  second_backend:
+    description: Name of the variable holding the second read's backend check options, or none.
     type: str
     required: true
-  record:
-    description: Name of the variable holding the host's record - a mapping with C(problems) (a list, the
-      reasons the plan stops the host) and C(group) (the group the host joins), and whatever else the role
-      publishes.
+  problems:
+    description: Name of the variable holding more reasons to stop the host (a list of lines).
     type: str
     required: true
+  allow_control_node:
+    description: Plan the control node too (its /etc/machine-id is the host's).
+    type: bool
+    default: false
 author: infertune developers (@infertune)
 """
 
@@ -42,16 +44,16 @@ EXAMPLES = r"""
 - name: Plan the host
   infertune.fleet.infertune_host_plan:
     read:
-      knobs: "{{ infertune_selected_knobs | rejectattr('module', 'eq', 'systemd_unit') }}"
-    compare: infertune_units_compared
-    second: infertune_plan_second_read
-    record: infertune_plan_record
+      knobs: "{{ infertune_selected_knobs | rejectattr('module', 'eq', 'systemd_unit') | infertune.fleet.host_entries }}"
+    catalog: infertune_selected_knobs
+    second_backend: infertune_plan_second_backend
+    problems: infertune_plan_sglang_problems
   register: infertune_planned
 """
 
 RETURN = r"""
 record:
-  description: The variable O(record) names, resolved after the reads.
+  description: The host's record - C(plan), C(results), C(backend), C(problems) and C(group).
   returned: success
   type: dict
 """
