@@ -125,6 +125,17 @@ def chat(url, results, **fields):
         results.append(json.loads(response.read()))
 
 
+def settled(url, want, seconds=5.0):
+    """The gauge once it reads `want`, or its last reading after `seconds`: the server counts a
+    request done just after its answer is sent, so a client can read the answer first."""
+    deadline = time.monotonic() + seconds
+    value = running(url)
+    while value != want and time.monotonic() < deadline:
+        time.sleep(0.02)
+        value = running(url)
+    return value
+
+
 def test_requests_held_in_flight_are_counted_until_answered():
     """Each request's own hold keeps it running; /metrics counts every one until it is answered."""
     with StandinSglang() as srv:
@@ -138,11 +149,11 @@ def test_requests_held_in_flight_are_counted_until_answered():
         in_flight = running(srv.url)
         quick = []
         chat(srv.url, quick)  # not held: answered while the others wait
-        still = running(srv.url), len(results)
+        still = settled(srv.url, 3), len(results)
         srv.release()
         for client in clients:
             client.join(timeout=30)
-        after = running(srv.url)
+        after = settled(srv.url, 0)
     assert in_flight == 3 and still == (3, 0)
     assert quick[0]["object"] == "chat.completion" and quick[0]["model"] == "GLM"
     assert len(results) == 3 and after == 0
