@@ -3,25 +3,33 @@
 time and in the control node's CPU seconds (the ansible process tree's user + system).
 
 For each fleet size the lab is recreated from the image (seed profile on every
-host) with sglang's package files, then timed: one `setup` round (the baseline),
-site.yml from fresh hosts (kernel install, one reboot each), site.yml again, which
-must report changed=0 on every host and put none into a batch, site.yml --check on the
-converged fleet, playbooks/verify.yml alone, and the drift watch (playbooks/drift.yml, which
-must find no drift; its textfile goes to a temporary directory). Each run's plays are timed
-too (plan, batches, verification; the drift run's read and publish): wall seconds from Ansible's
-json callback, CPU seconds from bench/callback_plugins/play_cpu.py. Per-host figures divide by the
-hosts that answered (`hosts_reached`; a run that does not reach every lab host fails). The lab hosts
-share the
-control node's CPUs, so single runs vary by 10-25 %: the baseline and every run that
-can be repeated (all but the converge) are the median of REPEAT.
+host) with sglang's package files, then site.yml runs once from fresh hosts (kernel install, one
+reboot each) and the rest is timed in REPEAT rounds, each of: one `setup` round (the baseline),
+site.yml again, which must report changed=0 on every host and put none into a batch, site.yml
+--check on the converged fleet, playbooks/verify.yml alone, and the drift watch
+(playbooks/drift.yml, which must find no drift; its textfile goes to a temporary directory).
+Each figure is the median of its REPEAT runs. Rounds, not one kind after another: the lab hosts
+share the control node's CPUs and single runs vary by 10-25 %, and drifting conditions (a busier
+machine later on) then fall on the baseline and the runs alike instead of on the kinds timed
+last. Each run's plays are timed too (plan, batches, verification; the drift run's read and
+publish): wall seconds from Ansible's json callback, CPU seconds from
+bench/callback_plugins/play_cpu.py. Per-host figures divide by the hosts that answered
+(`hosts_reached`; a run that does not reach every lab host fails).
 
-    .venv/bin/python bench/fleet_timing.py [--hosts 8,32,64] [--out bench/results/fleet_timing.json]
+--strategy mitogen_linear times the playbooks under Mitogen for Ansible (docs/mitogen.md; not a
+dependency: install it where --mitogen points, by default the venv); the `setup` baseline stays
+Ansible's own linear round. The JSON keeps one entry per fleet size and strategy; a run for one
+strategy keeps the other's entries.
+
+    .venv/bin/python bench/fleet_timing.py [--hosts 8,32,64] [--strategy linear|mitogen_linear]
+        [--out bench/results/fleet_timing.json]
 
 The default fleet (8 fresh hosts with sglang's files) is restored at the end, as the lab
 tests expect.
 """
 import argparse
 import configparser
+import importlib.util
 import json
 import os
 import re
@@ -43,6 +51,9 @@ PROFILE = "seed-epyc-rtxpro6000"
 REPEAT = 3
 CALLBACK_DIR = ROOT / "bench" / "callback_plugins"
 PLAY_CPU = "play_cpu"
+STRATEGIES = ("linear", "mitogen_linear")
+# ansible-core's warning for a strategy from outside ansible.builtin, kept in the JSON.
+DEPRECATION = re.compile(r"^\[DEPRECATION WARNING\]: .*$", re.M)
 # A host's line in the ad-hoc `setup` round's output: "lab-gpu-01 | SUCCESS => {".
 ADHOC_RESULT = re.compile(r"^(\S+) \| (SUCCESS|CHANGED|FAILED!|UNREACHABLE!)", re.M)
 # Play name -> phase; serial makes one play entry per batch under the rollout play's name.
@@ -75,7 +86,9 @@ def hosts_answered(output):
 
 
 def setup_round(hosts):
-    proc, seconds, cpu = timed([str(BIN / "ansible"), "gpu_nodes", "-m", "ansible.builtin.setup"])
+    """The baseline: Ansible's own fact round, under its own strategy whatever --strategy says."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_STRATEGY")}
+    proc, seconds, cpu = timed([str(BIN / "ansible"), "gpu_nodes", "-m", "ansible.builtin.setup"], env)
     reached = len(hosts_answered(proc.stdout))
     if proc.returncode or reached != hosts:
         raise SystemExit(f"the setup round reached {reached} of {hosts} hosts:\n"
@@ -83,10 +96,43 @@ def setup_round(hosts):
     return {"seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1), "hosts_reached": reached}
 
 
-def median_of(measure_once):
-    """The median of REPEAT measurements (a run's result dict by its seconds, or seconds)."""
-    runs = sorted((measure_once() for _ in range(REPEAT)), key=lambda r: r["seconds"] if isinstance(r, dict) else r)
-    return runs[len(runs) // 2]
+def median(results):
+    """The median of a kind's runs (result dicts, by their seconds)."""
+    ordered = sorted(results, key=lambda r: r["seconds"])
+    return ordered[len(ordered) // 2]
+
+
+def rounds(kinds, repeat):
+    """{kind: [results]}: `repeat` rounds, each running every kind once in the order given."""
+    results = {kind: [] for kind in kinds}
+    for _ in range(repeat):
+        for kind, measure_once in kinds.items():
+            results[kind].append(measure_once())
+    return results
+
+
+def strategy_env(strategy, mitogen=None):
+    """The variables that select `strategy` for ansible-playbook: none for Ansible's own linear;
+    for Mitogen's, its strategy plugins' directory (from `mitogen`, a --target install, or the
+    ansible_mitogen package this Python imports)."""
+    if strategy == "linear":
+        return {}
+    if mitogen:
+        plugins = Path(mitogen) / "ansible_mitogen" / "plugins" / "strategy"
+    else:
+        spec = importlib.util.find_spec("ansible_mitogen")
+        plugins = Path(spec.origin).parent / "plugins" / "strategy" if spec and spec.origin else None
+    if plugins is None or not (plugins / f"{strategy}.py").is_file():
+        raise SystemExit(f"--strategy {strategy}: Mitogen for Ansible is not installed "
+                         f"(docs/mitogen.md: pip install --target DIR mitogen==0.3.54, then --mitogen DIR)")
+    return {"ANSIBLE_STRATEGY": strategy, "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
+
+
+def merge_fleets(kept, new):
+    """The JSON's fleets: the new entries, and the kept ones of another size or strategy (an entry
+    without a strategy is Ansible's linear)."""
+    done = {(f["hosts"], f.get("strategy", "linear")) for f in new}
+    return [f for f in kept if (f["hosts"], f.get("strategy", "linear")) not in done] + new
 
 
 def seconds_between(duration):
@@ -108,6 +154,9 @@ def play_cpu(marks):
     return marks[0]["cpu"], phases
 
 
+STRATEGY_ENV = {}  # strategy_env() of --strategy, for the playbook runs (not the setup round)
+
+
 def timing_env(cpu_file):
     """The environment of a timed run: the json stdout callback, and play_cpu beside the callbacks
     ansible.cfg enables (the variable replaces that list, so the fleet report's callback stays on)."""
@@ -117,7 +166,7 @@ def timing_env(cpu_file):
     return dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                 ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_DIR),
                 ANSIBLE_CALLBACKS_ENABLED=",".join(n for n in [*enabled.split(","), PLAY_CPU] if n.strip()),
-                INFERTUNE_BENCH_PLAY_CPU=str(cpu_file))
+                INFERTUNE_BENCH_PLAY_CPU=str(cpu_file), **STRATEGY_ENV)
 
 
 def per_host(figures, hosts):
@@ -152,7 +201,8 @@ def run(hosts, playbook_file="site.yml", *args):
             "phases": phases, "startup_cpu_seconds": round(startup_cpu, 2),
             "phases_cpu": {name: round(value, 2) for name, value in phases_cpu.items()},
             "phases_cpu_per_host": per_host(phases_cpu, reached),
-            "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()}}
+            "batches": batches, "tasks_per_host": tasks, "changed": {h: s["changed"] for h, s in stats.items()},
+            "deprecation_warnings": sorted(set(DEPRECATION.findall(proc.stderr + proc.stdout)))}
 
 
 def noop_run(hosts):
@@ -174,20 +224,21 @@ def drift_run(hosts):
     return result
 
 
-def measure(hosts):
+def measure(hosts, strategy):
     fleet(hosts)
-    setup = median_of(lambda: setup_round(hosts))
+    converge = run(hosts)
+    samples = rounds({"setup": lambda: setup_round(hosts), "noop": lambda: noop_run(hosts),
+                      "check": lambda: run(hosts, "site.yml", "--check"),
+                      "verify": lambda: run(hosts, "playbooks/verify.yml"), "drift": lambda: drift_run(hosts)}, REPEAT)
+    setup = median(samples.pop("setup"))
     setup_s = setup["seconds"]
-    runs = {"converge": run(hosts), "noop": median_of(lambda: noop_run(hosts)),
-            "check": median_of(lambda: run(hosts, "site.yml", "--check")),
-            "verify": median_of(lambda: run(hosts, "playbooks/verify.yml")),
-            "drift": median_of(lambda: drift_run(hosts))}
+    runs = {"converge": converge, **{name: median(results) for name, results in samples.items()}}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
-    return {"hosts": hosts, "hosts_reached": setup["hosts_reached"], "setup_seconds": setup_s,
+    return {"hosts": hosts, "strategy": strategy, "hosts_reached": setup["hosts_reached"], "setup_seconds": setup_s,
             "setup_cpu_seconds": setup["cpu_seconds"],
             "setup_cpu_seconds_per_host": round(setup["cpu_seconds"] / setup["hosts_reached"], 3),
-            "repeat": REPEAT, **runs,
+            "repeat": REPEAT, "interleaved": True, **runs,
             **{f"{name}_over_setup": round(runs[name]["seconds"] / setup_s, 2)
                for name in ("noop", "check", "verify", "drift")},
             **{f"{name}_cpu_over_setup": round(runs[name]["cpu_seconds"] / setup["cpu_seconds"], 2)
@@ -195,13 +246,13 @@ def measure(hosts):
 
 
 def print_table(rows):
-    print(f"{'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'cpu s':>6} {'x cpu':>6} {'cpu/host':>8} "
+    print(f"{'strategy':>14} {'hosts':>5} {'setup s':>7} {'run':>8} {'s':>7} {'x setup':>7} {'cpu s':>6} {'x cpu':>6} {'cpu/host':>8} "
           f"{'plan':>5} {'batches':>7} {'verify':>6} {'#batch':>6} {'changed':>7}")
     for r in rows:
         for name in ("converge", "noop", "check", "verify", "drift"):
             result = r[name]
             phases = result["phases"]
-            print(f"{r['hosts_reached']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
+            print(f"{r.get('strategy', 'linear'):>14} {r['hosts_reached']:>5} {r['setup_seconds']:>7} {name:>8} {result['seconds']:>7} "
                   f"{result['seconds'] / r['setup_seconds']:>7.2f} {result['cpu_seconds']:>6} "
                   f"{result['cpu_seconds'] / r['setup_cpu_seconds']:>6.2f} "
                   f"{result['controller_cpu_seconds_per_host']:>8} "
@@ -213,8 +264,13 @@ def print_table(rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", default="8,32,64", help="fleet sizes, comma-separated (default 8,32,64)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="linear",
+                        help="the playbooks' strategy (default linear, Ansible's own)")
+    parser.add_argument("--mitogen", help="where Mitogen for Ansible was installed with pip --target")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "fleet_timing.json")
     args = parser.parse_args()
+    STRATEGY_ENV.update(strategy_env(args.strategy, args.mitogen))
+    kept = json.loads(args.out.read_text())["fleets"] if args.out.is_file() else []
 
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "ansible.cfg")
@@ -224,10 +280,12 @@ def main():
     print(f"pipelining {'on' if result['pipelining'] else 'off'} (ansible.cfg), forks {result['forks']}, "
           f"{result['control_node_cpus']} control-node CPUs", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    done = []
     try:
         for hosts in (int(n) for n in args.hosts.split(",")):
             print(f"{hosts} hosts ...", flush=True)
-            result["fleets"].append(measure(hosts))
+            done.append(measure(hosts, args.strategy))
+            result["fleets"] = merge_fleets(kept, done)
             # Written after each fleet: a later failure keeps the finished measurements.
             args.out.write_text(json.dumps(result, indent=2) + "\n")
     finally:

@@ -83,3 +83,40 @@ def test_play_cpu_callback_charges_a_workers_cpu_to_its_own_play(tmp_path):
     _, phases = fleet_timing.play_cpu(marks)
     assert phases["burn"] >= 1.0
     assert phases["idle"] < 1.0
+
+
+def test_rounds_run_every_kind_once_per_round_in_order():
+    calls = []
+    kinds = {kind: (lambda kind=kind: calls.append(kind) or {"seconds": len(calls)}) for kind in ("setup", "noop", "drift")}
+    results = fleet_timing.rounds(kinds, 3)
+    # Interleaved: the baseline is timed beside the runs, not all before them.
+    assert calls == ["setup", "noop", "drift"] * 3
+    assert [r["seconds"] for r in results["drift"]] == [3, 6, 9]
+
+
+def test_median_is_the_middle_run_by_seconds():
+    runs = [{"seconds": 9.0, "n": 1}, {"seconds": 4.0, "n": 2}, {"seconds": 5.5, "n": 3}]
+    assert fleet_timing.median(runs) == {"seconds": 5.5, "n": 3}
+
+
+def test_merge_fleets_replaces_only_the_sizes_and_strategy_just_measured():
+    kept = [{"hosts": 8, "x": "old"}, {"hosts": 32, "x": "old"}, {"hosts": 8, "strategy": "mitogen_linear", "x": "m"}]
+    new = [{"hosts": 8, "strategy": "linear", "x": "new"}]
+    assert fleet_timing.merge_fleets(kept, new) == [{"hosts": 32, "x": "old"},
+                                                    {"hosts": 8, "strategy": "mitogen_linear", "x": "m"},
+                                                    {"hosts": 8, "strategy": "linear", "x": "new"}]
+
+
+def test_strategy_env_names_mitogens_plugins_or_says_how_to_install_it(tmp_path):
+    assert fleet_timing.strategy_env("linear") == {}
+    plugins = tmp_path / "ansible_mitogen" / "plugins" / "strategy"
+    try:
+        fleet_timing.strategy_env("mitogen_linear", tmp_path)
+    except SystemExit as exc:
+        assert "pip install --target" in str(exc)
+    else:
+        raise AssertionError("a missing Mitogen must stop the bench")
+    plugins.mkdir(parents=True)
+    (plugins / "mitogen_linear.py").write_text("")
+    assert fleet_timing.strategy_env("mitogen_linear", tmp_path) == {
+        "ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
