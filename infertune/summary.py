@@ -141,6 +141,7 @@ class RunSummary:
         res = data.get("res") or {}
         if outcome == "ok":
             self._progress(host, res)
+            self._published(res)
         if outcome == "ok" and res.get("changed"):
             host.changed = True
             action = _action(data)
@@ -169,8 +170,13 @@ class RunSummary:
             host.drained = True  # a --check run publishes applied: false
         if facts.get(CONVERGED_FACT):
             host.converged = True
-        if res.get("add_group") == PENDING_GROUP:
-            host.pending = True
+
+    def _published(self, res: dict) -> None:
+        """The plan's add_host task, run once for every host: the hosts it sent into the rollout."""
+        for item in res.get("results") or [res]:
+            added = item.get("add_host") if isinstance(item, dict) else None
+            if isinstance(added, dict) and PENDING_GROUP in (added.get("groups") or []):
+                self.host(str(added.get("host_name"))).pending = True
 
     def _stats(self, data: dict) -> None:
         # The recap is authoritative: a failure later rescued by a block is not a failure.
