@@ -8,7 +8,8 @@ ended host, but Ansible's rescue does not see an unreachable one.
 
 This callback watches the run: the report's start (infertune_report_start: the report
 directory and hosts, the earlier report already marked as not current), each host's stage
-(infertune_reached), the rollout's reason for a failed host (infertune_failure) and the task
+(infertune_reached), the plan's or the rollout's reason for a failed host (infertune_failure, a
+fact or, from the plan, a host variable set by add_host) and the task
 where a host was lost. When the playbook ends without the verify play's report
 (infertune_verify), it writes this run's report: a lost host "unreachable in stage runtime:
 <task>: <message>", a failed one with its stage and reason, every other host not verified
@@ -63,17 +64,27 @@ class CallbackModule(CallbackBase):
             self.start = {k: res.get(k) for k in ("dir", "hosts", "started")}
         elif action == VERIFY:
             self.reported = True
-        facts = res.get("ansible_facts") or {}
-        if not facts or "_ansible_delegated_vars" in res:
+        if action == "add_host":
+            # The plan publishes each host's record as host variables, for every host in one task.
+            for item in res.get("results") or [res]:
+                added = item.get("add_host") if isinstance(item, dict) else None
+                if isinstance(added, dict) and added.get("host_name"):
+                    self._note(str(added["host_name"]), added.get("host_vars") or {})
             return
-        host = self._host(result.host.get_name())
-        if facts.get("infertune_reached"):
-            host["stage"] = str(facts["infertune_reached"])
-        if facts.get("infertune_failure"):
-            host["failure"] = str(facts["infertune_failure"])
-        if "infertune_check_mode" in facts:
-            host["check_mode"] = bool(facts["infertune_check_mode"])
-        results = facts.get("infertune_results")
+        facts = res.get("ansible_facts") or {}
+        if facts and "_ansible_delegated_vars" not in res:
+            self._note(result.host.get_name(), facts)
+
+    def _note(self, name, values):
+        """What the report needs from the variables a task set on host `name`."""
+        host = self._host(name)
+        if values.get("infertune_reached"):
+            host["stage"] = str(values["infertune_reached"])
+        if values.get("infertune_failure"):
+            host["failure"] = str(values["infertune_failure"])
+        if "infertune_check_mode" in values:
+            host["check_mode"] = bool(values["infertune_check_mode"])
+        results = values.get("infertune_results")
         for knob, word in (("drain", "drained"), ("reboot", "rebooted")):
             done = results.get(knob) if isinstance(results, dict) else None
             if isinstance(done, dict) and "changed" in done:

@@ -8,11 +8,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from infertune import report
 
 REPO = Path(__file__).resolve().parents[2]
+
+# gpu-b's reason to stop, as the plan publishes it (a host variable set by add_host, for every
+# host in one task) and as the rollout's rescue does (a fact).
+BY_ADD_HOST = """    - name: The plan's reason
+      ansible.builtin.add_host:
+        name: "{{ item }}"
+        infertune_failure: "{{ 'gpu-b: GPU gate: 0 GPUs' if item == 'gpu-b' else omit }}"
+        infertune_check_mode: false
+      loop: "{{ ansible_play_hosts }}"
+      run_once: true
+"""
+BY_SET_FACT = """    - name: The plan's reason
+      ansible.builtin.set_fact:
+        infertune_failure: "gpu-b: GPU gate: 0 GPUs"
+        infertune_check_mode: false
+      when: inventory_hostname == 'gpu-b'
+"""
 
 # The plan marks the earlier report; gpu-a then goes first, alone, and is lost in its runtime
 # stage (ssh to a closed port: unreachable); gpu-b failed its plan; gpu-c never gets its batch.
@@ -24,12 +42,7 @@ PLAY = """- name: Plan
       ansible.builtin.import_role:
         name: infertune.fleet.report
         tasks_from: start
-    - name: The plan's reason
-      ansible.builtin.set_fact:
-        infertune_failure: "gpu-b: GPU gate: 0 GPUs"
-        infertune_check_mode: false
-      when: inventory_hostname == 'gpu-b'
-
+{reason}
 - name: Roll out
   hosts: gpu-a,gpu-c
   gather_facts: false
@@ -57,7 +70,7 @@ PLAY = """- name: Plan
 """
 
 
-def run_lost_batch(tmp_path, **env):
+def run_lost_batch(tmp_path, reason=BY_ADD_HOST, **env):
     """The play above after an earlier run's passing report; returns (reports dir, rc, output)."""
     reports = tmp_path / "reports"
     # An earlier run's report: every host passed.
@@ -71,7 +84,7 @@ def run_lost_batch(tmp_path, **env):
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
                          "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}, "gpu-c": {}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(PLAY)
+    (tmp_path / "play.yml").write_text(PLAY.replace("{reason}", reason))
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
             "-i", str(tmp_path / "inventory.yml"), "-e", f"report_dir={reports}", "-e", "report_enforce=false"]
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
@@ -80,8 +93,9 @@ def run_lost_batch(tmp_path, **env):
     return reports, proc.returncode, proc.stdout + proc.stderr
 
 
-def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path):
-    reports, rc, out = run_lost_batch(tmp_path)
+@pytest.mark.parametrize("reason", [BY_ADD_HOST, BY_SET_FACT], ids=["plan-add_host", "rescue-set_fact"])
+def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path, reason):
+    reports, rc, out = run_lost_batch(tmp_path, reason)
     # Ansible ended the playbook after the lost batch: no verify play.
     assert rc == 4 and "PLAY [Verify]" not in out, out[-3000:]
     assert "is not enabled" not in out
