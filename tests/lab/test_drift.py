@@ -3,11 +3,13 @@ loopback, with only the textfile collector on a temporary directory, scraped as 
 
 Bad input exits 1 and publishes nothing. On the converged fleet one host's EPP is set back by
 hand and another host is stopped: `infertune drift` exits 1 (a host unreachable); with that
-host started again, 2, and the exporter shows exactly that host and knob pending and every
+host started again, `infertune drift --verify` exits 2 and writes the fleet report with that
+host failing its verification, and the exporter shows exactly that host and knob pending and every
 other host checked with nothing pending; after a converge, 0 and no knob pending. No drift run
 changes a file on any host.
 The lab is left converged, every host running, as the next modules expect.
 """
+import json
 import socket
 import subprocess
 import time
@@ -62,8 +64,8 @@ def exporter(tmp_path_factory):
         proc.wait(timeout=30)
 
 
-def drift(textfiles):
-    proc = subprocess.run([str(BIN / "infertune"), "drift", "--textfile-dir", str(textfiles)],
+def drift(textfiles, *options):
+    proc = subprocess.run([str(BIN / "infertune"), "drift", "--textfile-dir", str(textfiles), *options],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -113,9 +115,15 @@ def test_drift_names_the_unreachable_host_then_the_drifted_knob_then_nothing(hos
     after = digests(hosts)
     assert {h: after[h] for h in running} == before, "a drift run changed files on a host"
 
-    rc, out = drift(textfiles)
+    # With the verification: the fleet report written again, the drifted host failing it.
+    fleet_json = ROOT / "reports" / "fleet.json"
+    earlier = fleet_json.stat().st_mtime_ns if fleet_json.exists() else 0
+    rc, out = drift(textfiles, "--verify")
     assert rc == 2, out
     assert digests(hosts) == after, "a drift run changed files on a host"
+    assert fleet_json.stat().st_mtime_ns > earlier, out
+    report = json.loads(fleet_json.read_text())["hosts"]
+    assert {h: report[h]["result"] for h in hosts} == {h: "fail" if h == drifted else "pass" for h in hosts}, out
     metrics = scrape(url)
     assert {key for key, value in metrics["infertune_knob_pending"].items() if value} == {(drifted, "cpufreq")}
     assert metrics["infertune_host_checked"] == {(h,): 1 for h in hosts}
