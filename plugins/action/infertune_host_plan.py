@@ -8,14 +8,19 @@ reads' answers bound: infertune_plan (the first read's plan), infertune_plan_bac
 sglang release and, after a second read, the backend verdict), infertune_units_changed (the unit
 knobs not in place) and infertune_plan_argv_check (the second read's command-line check).
 
-Options: read (infertune_plan's options for the first read), catalog (the variable holding the
-run's catalog entries, their unit files rendered for the release found), second_backend (the
-variable holding the second read's backend check, or none), problems (the variable holding more
-reasons to stop the host, such as sglang's checks), allow_control_node. Returns record (plan,
-results, backend, problems, group: none for a host its plan stops). The group is joined by the
-plan's next tasks, once for every host in inventory order (results arrive in the order the hosts
-answer, and the rollout's canary is the group's first host). A host that cannot be read fails
-here with the module's answer.
+Options: read (infertune_plan's options for the first read, but knobs and fingerprint: the action
+derives those from the catalog), catalog (the variable holding the run's catalog entries),
+second_backend (the variable holding the second read's backend check, or none), problems (the
+variable holding more reasons to stop the host, such as sglang's checks), allow_control_node.
+The catalog is resolved twice, not once per use: before the first read, its knobs but the unit
+knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint) and
+every name (the order); after it, the unit knobs alone, their files rendered for the release
+found. Each resolution renders what it returns anew (Ansible compiles every template each
+time), which made the catalog the plan's biggest cost on the control node. Returns record
+(plan, results, backend, problems, group: none for a host its plan stops). The group is joined
+by the plan's next task, once for every host in inventory order (results arrive in the order
+the hosts answer, and the rollout's canary is the group's first host). A host that cannot be
+read fails here with the module's answer.
 """
 from __future__ import annotations
 
@@ -27,6 +32,13 @@ from ansible_collections.infertune.fleet.infertune import host_plan
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 MODULE = "infertune.fleet.infertune_plan"
+
+
+def variable(name):
+    """`name` if it is a variable's name (the options name variables, never hold expressions)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"not a variable name: {name!r}")
+    return name
 
 
 def own_machine_id(path="/etc/machine-id"):
@@ -43,37 +55,47 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("read", "catalog", "second_backend", "problems", "allow_control_node"))
 
     def _read(self, options, task_vars):
-        options = dict(options, knobs=host_plan.host_entries(options.get("knobs") or []))
         return self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
 
-    def _resolve(self, name, task_vars, bound, entries=False):
-        """The variable `name` with `bound` over the task's variables; entries: catalog entries,
-        their controller-only keys never rendered."""
-        if not name.isidentifier():
-            raise ValueError(f"not a variable name: {name!r}")
+    def _evaluate(self, expression, task_vars, bound):
+        """A Jinja expression over the task's variables with `bound` over them; host_entries (catalog
+        entries without their controller-only keys, which are never rendered) is at hand."""
         templar = self._templar.copy_with_new_env(available_variables={**task_vars, **bound})
-        if entries:
-            return plain(templar.evaluate_expression(trust_as_template(f"host_entries({name})"),
-                                                     local_variables={"host_entries": host_plan.host_entries}))
-        return plain(templar.resolve_variable_expression(name))
+        return plain(templar.evaluate_expression(trust_as_template(expression),
+                                                 local_variables={"host_entries": host_plan.host_entries}))
+
+    def _resolve(self, name, task_vars, bound):
+        """The variable `name` with `bound` over the task's variables."""
+        return self._evaluate(variable(name), task_vars, bound)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self._task.args
         host = task_vars["inventory_hostname"]
-        first = self._read(plain(args["read"]), task_vars)
+        catalog_name = variable(args["catalog"])
+        # One resolution: each reference to the catalog within it is resolved once.
+        knobs, paths, unit_names, order = self._evaluate(
+            f"[host_entries({catalog_name} | rejectattr('module', 'eq', 'systemd_unit')),"
+            f" {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='paths', default=[])"
+            f" | flatten, {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='args.unit'),"
+            f" {catalog_name} | map(attribute='name')]", task_vars, {})
+        first = self._read(dict(plain(args["read"]), knobs=knobs, fingerprint={"files": paths, "units": unit_names}),
+                           task_vars)
         if first.get("failed") or first.get("unreachable"):
             return dict(result, **first)
         plan = first["plan"]
         bound = {"infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
-        catalog = self._resolve(args["catalog"], task_vars, bound, entries=True)
+        rendered = {knob["name"]: knob for knob in knobs}
+        rendered.update((knob["name"], knob) for knob in self._evaluate(
+            f"host_entries({catalog_name} | selectattr('module', 'eq', 'systemd_unit'))", task_vars, bound))
+        catalog = [rendered[name] for name in order]
         placed = host_plan.in_place(catalog, plan.get("fingerprint") or {})
         second = None
         if not all(placed.values()):
-            knobs, secret_files = host_plan.second_read(catalog, placed)
-            bound["infertune_units_changed"] = [k["name"] for k in knobs]
-            answer = self._read({"knobs": knobs, "secret_files": secret_files,
+            second_knobs, secret_files = host_plan.second_read(catalog, placed)
+            bound["infertune_units_changed"] = [k["name"] for k in second_knobs]
+            answer = self._read({"knobs": second_knobs, "secret_files": secret_files,
                                  "backend": self._resolve(args["second_backend"], task_vars, bound)}, task_vars)
             if answer.get("failed") or answer.get("unreachable"):
                 return dict(result, **answer)

@@ -5,9 +5,13 @@ DOCUMENTATION = r"""
 module: infertune_host_plan
 short_description: Plan one host in one task - the read, the unit files compared, the host's record
 description:
-  - Runs M(infertune.fleet.infertune_plan) on the host with O(read), then, on the control node, resolves the
-    variable O(catalog) names with the sglang release the read found (C(infertune_plan_backend)) bound, and
-    compares its unit knobs' rendered files and state with the read's fingerprint.
+  - Runs M(infertune.fleet.infertune_plan) on the host with O(read) and, from the catalog the variable
+    O(catalog) names, its knobs but the unit knobs (C(module=systemd_unit)) and the fingerprint of the unit
+    knobs (their paths and units). Then, on the control node, resolves the unit knobs again with the sglang
+    release the read found (C(infertune_plan_backend)) bound, and compares their rendered files and state with
+    the read's fingerprint.
+  - The catalog is resolved twice per host (before and after the first read), not once per use - each
+    resolution renders what it returns anew.
   - Reads a second time only when a unit knob differs - its files diffed, and the backend check the variable
     O(second_backend) names (with C(infertune_units_changed), the unit knobs that differ, bound).
   - Builds the host's record (infertune/host_plan.py) - the plan of both reads, the results, the backend
@@ -18,7 +22,9 @@ description:
   - Never changes the host, in or out of check mode.
 options:
   read:
-    description: Options of M(infertune.fleet.infertune_plan) for the first read.
+    description:
+      - Options of M(infertune.fleet.infertune_plan) for the first read, but C(knobs) and C(fingerprint),
+        which the action sets from O(catalog).
     type: dict
     required: true
   catalog:
@@ -44,7 +50,7 @@ EXAMPLES = r"""
 - name: Plan the host
   infertune.fleet.infertune_host_plan:
     read:
-      knobs: "{{ infertune_selected_knobs | rejectattr('module', 'eq', 'systemd_unit') | infertune.fleet.host_entries }}"
+      gpu_gate: "{{ infertune_gate_check }}"
     catalog: infertune_selected_knobs
     second_backend: infertune_plan_second_backend
     problems: infertune_plan_sglang_problems

@@ -21,7 +21,8 @@ VARIABLES = {
                 {"name": "sglang", "role": "sglang", "module": "systemd_unit", "paths": ["/u"],
                  "doc": {"knob": "{{ never_defined }}"},
                  "args": {"unit": "sglang.service", "enabled": True, "started": True,
-                          "files": [{"path": "/u", "content": "release {{ infertune_plan_backend.sglang_version }}\n"}]}}],
+                          "files": [{"path": "/u", "content": "release {{ infertune_plan_backend.sglang_version }}\n"}]}},
+                {"name": "governor", "role": "cpu_power", "module": "sysfs", "args": {"value": "{{ 'perf' ~ 'ormance' }}"}}],
     "backend_check": "{{ {'venv': '/v', 'changed': infertune_units_changed} }}",
     "problems": "{{ ['argv refused'] if infertune_plan_argv_check.refused | default(false) else [] }}",
 }
@@ -53,7 +54,7 @@ def planned(monkeypatch, answers, allow_control_node=False):
     monkeypatch.setattr(action.ActionModule, "_execute_module", execute_module)
     monkeypatch.setattr(action, "own_machine_id", lambda: "m-1")
     plugin = action.ActionModule.__new__(action.ActionModule)
-    plugin._task = FakeTask({"read": {"knobs": [VARIABLES["catalog"][0]]}, "catalog": "catalog",
+    plugin._task = FakeTask({"read": {"reboot_strategy": "auto"}, "catalog": "catalog",
                              "second_backend": "backend_check", "problems": "problems",
                              "allow_control_node": allow_control_node})
     task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1"))
@@ -71,7 +72,26 @@ def test_a_converged_host_is_read_once_and_joins_the_converged_group(monkeypatch
 
 def test_documentation_keys_of_the_catalog_never_reach_the_host(monkeypatch):
     _, reads = planned(monkeypatch, [first_plan()], allow_control_node=True)
-    assert reads[0]["knobs"] == [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "args": {}}]
+    assert reads[0]["knobs"] == [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "args": {}},
+                                 {"name": "governor", "role": "cpu_power", "module": "sysfs", "args": {"value": "performance"}}]
+
+
+def test_the_first_read_gets_the_catalogs_knobs_and_the_units_fingerprint(monkeypatch):
+    """The read's options are the task's, with the knobs (all but the unit knobs) and the unit
+    knobs' paths and units taken from the catalog; the record sees the catalog in its order."""
+    seen = {}
+    record = action.host_plan.record
+
+    def spy(host, catalog, *args):
+        seen["catalog"] = [knob["name"] for knob in catalog]
+        return record(host, catalog, *args)
+
+    monkeypatch.setattr(action.host_plan, "record", spy)
+    _, reads = planned(monkeypatch, [first_plan()], allow_control_node=True)
+    assert reads[0]["reboot_strategy"] == "auto"
+    assert [k["name"] for k in reads[0]["knobs"]] == ["sysctl", "governor"]
+    assert reads[0]["fingerprint"] == {"files": ["/u"], "units": ["sglang.service"]}
+    assert seen["catalog"] == ["sysctl", "sglang", "governor"]
 
 
 def test_a_unit_that_differs_gets_a_second_read_whose_answer_the_record_sees(monkeypatch):

@@ -152,3 +152,25 @@ def test_the_plan_names_the_host_the_unit_and_the_variable(tmp_path):
     assert host_plan.knob_failures("gpu-07", catalog, failed) == [
         f"gpu-07: nvidia_persistence (role nvidia): {UNIT}: no such unit on this host;"
         " set nvidia_persistence_enabled: false to leave it out"]
+
+
+def selected(tmp_path, *args):
+    out = play(tmp_path, *args)
+    line = next(line for line in out.splitlines() if '"msg": "CATALOG ' in line)
+    return [(name, role) for name, role, _ in json.loads(json.loads(line.split('"msg": ', 1)[1].rstrip(","))[len("CATALOG "):])]
+
+
+def test_tags_skip_tags_and_toggles_choose_the_catalog_entries(tmp_path):
+    catalog = yaml.safe_load((REPO / "roles/infertune/vars/main.yml").read_text())["infertune_knobs"]
+    every = [(k["name"], k["role"]) for k in catalog]
+    chosen = selected(tmp_path)
+    assert chosen == [k for k in every if k in chosen]  # in catalog order
+    assert {("numa_balancing", "numa_balancing"), ("kernel_package", "kernel"), ("amd_pstate", "cpu_power")} <= set(chosen)
+    assert {role for _, role in selected(tmp_path, "--tags", "pcie")} == {"pcie"}
+    assert selected(tmp_path, "--tags", "numa_balancing,boot_kernel") == [
+        k for k in every if k[0] in ("numa_balancing", "boot_kernel")]
+    assert not {role for _, role in selected(tmp_path, "--skip-tags", "cpu_power")} & {"cpu_power"}
+    assert "amd_pstate" not in {n for n, _ in selected(tmp_path, "--skip-tags", "amd_pstate")}
+    assert "nvidia_persistence" not in {n for n, _ in selected(tmp_path, "-e", "nvidia_persistence_enabled=false")}
+    assert "tuning_persistence" not in {r for _, r in selected(tmp_path, "-e", "tuning_persistence_enabled=false")}
+    assert {r for _, r in selected(tmp_path, "-e", "tuning_persistence_enabled=true")} >= {"tuning_persistence"}
