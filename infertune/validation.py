@@ -867,9 +867,14 @@ def prefixes(roles=None, root=str(PROJECT)):
     return tuple(sorted({r + "_" for r in chosen}))
 
 
+# add_host's own options; its other keys become variables of the host it names.
+ADD_HOST_OPTIONS = frozenset(("name", "host", "hostname", "groups", "group", "groupname"))
+
+
 @lru_cache(maxsize=8)
 def internal_names(root=str(PROJECT)):
-    """Names the project sets itself: role vars/, register:, set_fact:, vars:, loop_var."""
+    """Names the project sets itself: role vars/, register:, set_fact:, add_host's host variables,
+    vars:, loop_var."""
     base = Path(root)
     names = set()
     for path in sorted(base.glob("roles/*/vars/*.yml")):
@@ -910,6 +915,8 @@ def _collect_set_names(node, names):
                     names.add(value)
                 elif key in ("set_fact", "ansible.builtin.set_fact", "vars") and isinstance(value, Mapping):
                     names.update(k for k in value if isinstance(k, str))
+                elif key in ("add_host", "ansible.builtin.add_host") and isinstance(value, Mapping):
+                    names.update(k for k in value if isinstance(k, str) and k not in ADD_HOST_OPTIONS)
                 elif key == "loop_var" and isinstance(value, str):
                     names.add(value)
                 stack.append(value)

@@ -274,7 +274,9 @@ def test_typo_suggests_the_declared_name():
 
 def test_unknown_prefixed_names_but_not_internal_ones_or_other_prefixes():
     lines = validation.report({"sglang_tpp": 8, "rollout_canary": 2, "sglang_argv": [], "kernel_reboot_reasons": [],
-                               "infertune_plan": {}, "gpu_gate_gpus": {}, "my_own_var": 1, "ansible_host": "x"})
+                               "infertune_plan": {}, "gpu_gate_gpus": {}, "my_own_var": 1, "ansible_host": "x",
+                               # Host variables the plan's add_host task sets.
+                               "infertune_unreachable": "x", "infertune_gpus": []})
     assert lines == ["rollout_canary: no role declares this variable; did you mean rollout_canary_count?",
                      "sglang_tpp: no role declares this variable; did you mean sglang_tp?"]
     assert validation.report({"sglang_tpp": 8}, check_unknown=False) == []
