@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .host_plan import PENDING_GROUP
+
 # Modules whose changed result means a host knob moved: every catalog knob runs through
 # the knob module, one loop item per knob (roles/infertune/tasks/knobs.yml); the kernel
 # package through apt. Actions resolve to their FQCN.
@@ -14,14 +16,21 @@ KNOB_ACTIONS = frozenset({"infertune.fleet.knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
 # "stopped": the plan sent the host into the rollout, which ended before its batch.
 BAD_RESULTS = ("failed", "unreachable", "stopped")
-# Facts the playbooks set that the summary reads from set_fact and group_by results: the
+# What the playbooks set that the summary reads from set_fact and add_host results: the
 # stage a host reached (the rollout's stages in order; "plan" until the first), the result
 # contract (a drain applied), the rollout's mark of a converged host, the plan's groups.
 STAGES = ("plan", "boot config", "drain", "reboot", "runtime", "sglang", "verify")
 STAGE_FACT = "infertune_reached"
 RESULTS_FACT = "infertune_results"
 CONVERGED_FACT = "rollout_converged"
-PENDING_GROUP = "infertune_pending"
+
+
+def added_hosts(res: dict) -> list:
+    """The add_host items of a task's result (a loop's or a single one): host_name, groups and
+    host_vars of each host the task named."""
+    items = res.get("results") or [res]
+    return [item["add_host"] for item in items
+            if isinstance(item, dict) and isinstance(item.get("add_host"), dict) and item["add_host"].get("host_name")]
 
 
 def _action(data: dict) -> str:
@@ -173,10 +182,9 @@ class RunSummary:
 
     def _published(self, res: dict) -> None:
         """The plan's add_host task, run once for every host: the hosts it sent into the rollout."""
-        for item in res.get("results") or [res]:
-            added = item.get("add_host") if isinstance(item, dict) else None
-            if isinstance(added, dict) and PENDING_GROUP in (added.get("groups") or []):
-                self.host(str(added.get("host_name"))).pending = True
+        for added in added_hosts(res):
+            if PENDING_GROUP in (added.get("groups") or []):
+                self.host(str(added["host_name"])).pending = True
 
     def _stats(self, data: dict) -> None:
         # The recap is authoritative: a failure later rescued by a block is not a failure.

@@ -31,6 +31,7 @@ description:
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.infertune.fleet.infertune import report
+from ansible_collections.infertune.fleet.infertune.summary import added_hosts
 
 
 START = "infertune_report_start"
@@ -66,10 +67,8 @@ class CallbackModule(CallbackBase):
             self.reported = True
         if action == "add_host":
             # The plan publishes each host's record as host variables, for every host in one task.
-            for item in res.get("results") or [res]:
-                added = item.get("add_host") if isinstance(item, dict) else None
-                if isinstance(added, dict) and added.get("host_name"):
-                    self._note(str(added["host_name"]), added.get("host_vars") or {})
+            for added in added_hosts(res):
+                self._note(str(added["host_name"]), added.get("host_vars") or {})
             return
         facts = res.get("ansible_facts") or {}
         if facts and "_ansible_delegated_vars" not in res:
