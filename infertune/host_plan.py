@@ -1,7 +1,8 @@
 """One host's plan from its reads: which unit knobs are in place, what a second read asks, and the
 record the roles publish (the merged plan, the results, the reasons the plan stops the host, the
-group it joins). Plain data in, plain data out: plugins/action/infertune_host_plan.py runs it on
-the control node, once per host, between the reads."""
+group it joins) and the host variables and group it is published as. Plain data in, plain data
+out: plugins/action/infertune_host_plan.py runs it on the control node, once per host, between
+the reads."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +13,9 @@ PENDING_GROUP = "infertune_pending"
 # Catalog keys only the control node reads (the docs' tables, the input validation).
 CONTROLLER_ONLY = ("doc", "rules")
 CONVERGED_GROUP = "infertune_converged"
+# The host variables the plan publishes (published()), which every later task and play reads.
+PUBLISHED = ("infertune_plan", "infertune_results", "infertune_gpus", "sglang_support", "infertune_check_mode",
+             "infertune_failure", "infertune_unreachable")
 
 
 def truthy(value):
@@ -142,3 +146,20 @@ def record(host, catalog, first, second, placed, backend, extra, control_node):
     group = None if stops else PENDING_GROUP if plan["pending"] or plan.get("reboot") else CONVERGED_GROUP
     return {"plan": plan, "results": results(plan, backend, first.get("fabric")), "backend": backend,
             "problems": stops, "group": group}
+
+
+def published(host, record, check_mode):
+    """add_host's answer for a planned host: its record as host variables (infertune_failure, the
+    reasons joined, only for a host the plan stops) and the group it joins."""
+    host_vars = {"infertune_plan": record["plan"], "infertune_results": record["results"],
+                 "infertune_gpus": (record["plan"].get("gpus") or {}).get("gpus") or [],
+                 "sglang_support": record["backend"], "infertune_check_mode": bool(check_mode)}
+    if record["problems"]:
+        host_vars["infertune_failure"] = "; ".join(record["problems"])
+    return {"host_name": host, "groups": [record["group"]] if record["group"] else [], "host_vars": host_vars}
+
+
+def unreachable(host, msg, check_mode):
+    """add_host's answer for a host the read could not reach, where the run goes on past it."""
+    return {"host_name": host, "groups": [],
+            "host_vars": {"infertune_unreachable": msg or "no answer", "infertune_check_mode": bool(check_mode)}}

@@ -26,8 +26,8 @@ CONVERGED_FACT = "rollout_converged"
 
 
 def added_hosts(res: dict) -> list:
-    """The add_host items of a task's result (a loop's or a single one): host_name, groups and
-    host_vars of each host the task named."""
+    """The add_host answers of a task's result (a loop's or a single one, add_host's or the plan
+    action's): host_name, groups and host_vars of each host the task named."""
     items = res.get("results") or [res]
     return [item["add_host"] for item in items
             if isinstance(item, dict) and isinstance(item.get("add_host"), dict) and item["add_host"].get("host_name")]
@@ -181,7 +181,7 @@ class RunSummary:
             host.converged = True
 
     def _published(self, res: dict) -> None:
-        """The plan's add_host task, run once for every host: the hosts it sent into the rollout."""
+        """The plan's answers (host variables and a group, as add_host's): the hosts it sent into the rollout."""
         for added in added_hosts(res):
             if PENDING_GROUP in (added.get("groups") or []):
                 self.host(str(added["host_name"])).pending = True

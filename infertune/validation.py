@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from . import COLLECTION
+from .host_plan import PUBLISHED
 from .report import SUMMARY_PREFIX
 
 PROJECT = COLLECTION
@@ -874,7 +875,7 @@ ADD_HOST_OPTIONS = frozenset(("name", "host", "hostname", "groups", "group", "gr
 @lru_cache(maxsize=8)
 def internal_names(root=str(PROJECT)):
     """Names the project sets itself: role vars/, register:, set_fact:, add_host's host variables,
-    vars:, loop_var."""
+    vars:, loop_var, our modules' facts, the plan's published variables."""
     base = Path(root)
     names = set()
     for path in sorted(base.glob("roles/*/vars/*.yml")):
@@ -893,6 +894,8 @@ def internal_names(root=str(PROJECT)):
             continue
         for block in re.findall(r"ansible_facts\s*=\s*\{([^}]*)\}", text):
             names.update(re.findall(r"[\"'](\w+)[\"']\s*:", block))
+    # The host variables the plan's action publishes.
+    names.update(PUBLISHED)
     return frozenset(names)
 
 

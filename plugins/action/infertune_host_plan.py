@@ -16,14 +16,21 @@ The catalog is resolved twice, not once per use: before the first read, its knob
 knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint) and
 every name (the order); after it, the unit knobs alone, their files rendered for the release
 found. Each resolution renders what it returns anew (Ansible compiles every template each
-time), which made the catalog the plan's biggest cost on the control node. Returns record
-(plan, results, backend, problems, group: none for a host its plan stops). The group is joined
-by the plan's next task, once for every host in inventory order (results arrive in the order
-the hosts answer, and the rollout's canary is the group's first host). A host that cannot be
-read fails here with the module's answer.
+time), which made the catalog the plan's biggest cost on the control node.
+
+Returns add_host (host_plan.published): the host's record as its host variables and the group it
+joins (none for a host its plan stops), which the strategy applies on the control node as the
+answer arrives, as it does add_host's. Publishing it here rather than in a task of its own spares
+the fleet a serial task that templated every host's record; the group fills in the order the
+hosts answer, so the rollout orders its hosts by the inventory (playbooks/rollout.yml). The task
+needs changed_when: false (the strategy calls a host whose variables it set changed). A host that
+cannot be read fails here with the module's answer; one that cannot be reached is unreachable,
+unless the task ignores unreachable hosts (the drift watch): then it is published with
+infertune_unreachable, the reason, so that the run goes on to report it.
 """
 from __future__ import annotations
 
+from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
@@ -55,7 +62,19 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("read", "catalog", "second_backend", "problems", "allow_control_node"))
 
     def _read(self, options, task_vars):
-        return self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
+        try:
+            return self._execute_module(module_name=MODULE, module_args=options, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            if not self._task.ignore_unreachable:
+                raise
+            return {"unreachable": True, "msg": str(exc)}
+
+    def _answer(self, result, read, host, check_mode):
+        """The result of a read that failed: the module's answer, or an unreachable host published."""
+        if read.get("unreachable"):
+            return dict(result, changed=False, msg=f"{host}: unreachable: {read.get('msg', '')}",
+                        add_host=host_plan.unreachable(host, read.get("msg"), check_mode))
+        return dict(result, **read)
 
     def _evaluate(self, expression, task_vars, bound):
         """A Jinja expression over the task's variables with `bound` over them; host_entries (catalog
@@ -72,6 +91,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = self._task.args
         host = task_vars["inventory_hostname"]
+        check_mode = bool(task_vars.get("ansible_check_mode"))
         catalog_name = variable(args["catalog"])
         # One resolution: each reference to the catalog within it is resolved once.
         knobs, paths, unit_names, order = self._evaluate(
@@ -82,7 +102,7 @@ class ActionModule(ActionBase):
         first = self._read(dict(plain(args["read"]), knobs=knobs, fingerprint={"files": paths, "units": unit_names}),
                            task_vars)
         if first.get("failed") or first.get("unreachable"):
-            return dict(result, **first)
+            return self._answer(result, first, host, check_mode)
         plan = first["plan"]
         bound = {"infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
@@ -98,7 +118,7 @@ class ActionModule(ActionBase):
             answer = self._read({"knobs": second_knobs, "secret_files": secret_files,
                                  "backend": self._resolve(args["second_backend"], task_vars, bound)}, task_vars)
             if answer.get("failed") or answer.get("unreachable"):
-                return dict(result, **answer)
+                return self._answer(result, answer, host, check_mode)
             second = answer["plan"]
             bound["infertune_plan_backend"] = {**bound["infertune_plan_backend"], **(second.get("backend") or {})}
             bound["infertune_plan_argv_check"] = second.get("backend") or {}
@@ -106,5 +126,5 @@ class ActionModule(ActionBase):
         control_node = (not boolean(args.get("allow_control_node", False), strict=False)
                         and host_plan.is_control_node(plan.get("machine_id"), own_machine_id()))
         record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node)
-        result.update(changed=False, record=record)
+        result.update(changed=False, add_host=host_plan.published(host, record, check_mode))
         return result

@@ -9,7 +9,7 @@ ended host, but Ansible's rescue does not see an unreachable one.
 This callback watches the run: the report's start (infertune_report_start: the report
 directory and hosts, the earlier report already marked as not current), each host's stage
 (infertune_reached), the plan's or the rollout's reason for a failed host (infertune_failure, a
-fact or, from the plan, a host variable set by add_host) and the task
+fact or, from the plan, a host variable its action publishes as add_host does) and the task
 where a host was lost. When the playbook ends without the verify play's report
 (infertune_verify), it writes this run's report: a lost host "unreachable in stage runtime:
 <task>: <message>", a failed one with its stage and reason, every other host not verified
@@ -65,10 +65,11 @@ class CallbackModule(CallbackBase):
             self.start = {k: res.get(k) for k in ("dir", "hosts", "started")}
         elif action == VERIFY:
             self.reported = True
-        if action == "add_host":
-            # The plan publishes each host's record as host variables, for every host in one task.
-            for added in added_hosts(res):
-                self._note(str(added["host_name"]), added.get("host_vars") or {})
+        added = added_hosts(res)
+        if added:
+            # The plan's action publishes the host's record as host variables, as add_host does.
+            for item in added:
+                self._note(str(item["host_name"]), item.get("host_vars") or {})
             return
         facts = res.get("ansible_facts") or {}
         if facts and "_ansible_delegated_vars" not in res:

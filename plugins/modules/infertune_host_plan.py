@@ -17,7 +17,15 @@ description:
   - Builds the host's record (infertune/host_plan.py) - the plan of both reads, the results, the backend
     verdict, every reason to stop the host (knobs that cannot be applied, the GPU and fabric gates, the
     variable O(problems) names, the model weights, the control node) and the group the host joins, none
-    for a stopped host. The caller joins the hosts to their groups, in inventory order.
+    for a stopped host.
+  - Publishes the record as add_host does - the strategy sets the host variables C(infertune_plan),
+    C(infertune_results), C(infertune_gpus), C(sglang_support), C(infertune_check_mode) and, for a stopped
+    host, C(infertune_failure), and adds the host to C(infertune_pending) or C(infertune_converged) as its
+    answer arrives. Order the group's hosts by the inventory where order matters (the rollout play
+    targets C(gpu_nodes:&infertune_pending)).
+  - Set C(changed_when) to false - the strategy reports a host whose variables it set as changed.
+  - A host that cannot be reached is unreachable, unless the task ignores unreachable hosts - then it is
+    published with C(infertune_unreachable), the reason, in no group, and the task succeeds.
   - Controller-only catalog keys (C(doc), C(rules)) are never rendered nor sent to the host.
   - Never changes the host, in or out of check mode.
 options:
@@ -54,12 +62,14 @@ EXAMPLES = r"""
     catalog: infertune_selected_knobs
     second_backend: infertune_plan_second_backend
     problems: infertune_plan_sglang_problems
-  register: infertune_planned
+  changed_when: false
 """
 
 RETURN = r"""
-record:
-  description: The host's record - C(plan), C(results), C(backend), C(problems) and C(group).
+add_host:
+  description:
+    - The host's record as add_host answers - C(host_name), C(groups) (C(infertune_pending),
+      C(infertune_converged), or none for a host its plan stops or could not reach) and C(host_vars).
   returned: success
   type: dict
 """

@@ -1,9 +1,11 @@
 """plugins/action/infertune_host_plan.py: one task plans a host - the first read, the catalog
 resolved with its answer bound, a second read only where a unit differs (with the backend check
-resolved then) and the record, with the group the host joins (none for a host its plan stops)."""
+resolved then) and the record, published as the host's variables with the group it joins (none
+for a host its plan stops), as add_host answers; an unreachable host where the task ignores them."""
 import hashlib
 
 import pytest
+from ansible.errors import AnsibleConnectionFailure
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.action import ActionBase
 from ansible.template import Templar
@@ -29,8 +31,15 @@ VARIABLES = {
 
 
 class FakeTask:
-    def __init__(self, args):
+    def __init__(self, args, ignore_unreachable=False):
         self.args = args
+        self.ignore_unreachable = ignore_unreachable
+
+
+def published(got):
+    """The host variables and the groups the action publishes for its host (gpu-1)."""
+    assert got["add_host"]["host_name"] == "gpu-1"
+    return got["add_host"]["host_vars"], got["add_host"]["groups"]
 
 
 def first_plan(sha1=SHA1, pending=(), failed=None, machine_id="m-1"):
@@ -41,14 +50,18 @@ def first_plan(sha1=SHA1, pending=(), failed=None, machine_id="m-1"):
                                      "units": {"sglang.service": {"enabled": "enabled", "active": "active"}}}}}
 
 
-def planned(monkeypatch, answers, allow_control_node=False):
-    """Run the action with module answers in order; returns (result, the options each read got)."""
+def planned(monkeypatch, answers, allow_control_node=False, ignore_unreachable=False, check_mode=False):
+    """Run the action with module answers in order (an exception is raised); returns (result, the
+    options each read got)."""
     reads = []
 
     def execute_module(self, module_name=None, module_args=None, task_vars=None):
         assert module_name == "infertune.fleet.infertune_plan"
         reads.append(module_args)
-        return answers[len(reads) - 1]
+        answer = answers[len(reads) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
     monkeypatch.setattr(action.ActionModule, "_execute_module", execute_module)
@@ -56,18 +69,22 @@ def planned(monkeypatch, answers, allow_control_node=False):
     plugin = action.ActionModule.__new__(action.ActionModule)
     plugin._task = FakeTask({"read": {"reboot_strategy": "auto"}, "catalog": "catalog",
                              "second_backend": "backend_check", "problems": "problems",
-                             "allow_control_node": allow_control_node})
-    task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1"))
+                             "allow_control_node": allow_control_node}, ignore_unreachable)
+    task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1", ansible_check_mode=check_mode))
     plugin._templar = Templar(loader=DataLoader(), variables=task_vars)
     return plugin.run(task_vars=task_vars), reads
 
 
 def test_a_converged_host_is_read_once_and_joins_the_converged_group(monkeypatch):
-    got, reads = planned(monkeypatch, [first_plan()], allow_control_node="true")
+    got, reads = planned(monkeypatch, [first_plan()], allow_control_node="true", check_mode=True)
     assert len(reads) == 1
-    assert got["changed"] is False and got["record"]["plan"]["pending"] == []
-    assert got["record"]["plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
-    assert got["record"]["group"] == "infertune_converged" and "add_group" not in got
+    host_vars, groups = published(got)
+    assert got["changed"] is False and host_vars["infertune_plan"]["pending"] == []
+    assert host_vars["infertune_plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
+    assert host_vars["infertune_results"]["sglang"]["msg"] == "sglang.service: files in place"
+    assert host_vars["infertune_gpus"] == [{"index": 0}] and host_vars["sglang_support"] == {"sglang_version": "0.5.23"}
+    assert host_vars["infertune_check_mode"] is True and "infertune_failure" not in host_vars
+    assert groups == ["infertune_converged"] and "add_group" not in got
 
 
 def test_documentation_keys_of_the_catalog_never_reach_the_host(monkeypatch):
@@ -102,17 +119,18 @@ def test_a_unit_that_differs_gets_a_second_read_whose_answer_the_record_sees(mon
     assert [k["name"] for k in reads[1]["knobs"]] == ["sglang"] and reads[1]["secret_files"] == {"sglang": []}
     # Resolved with the unit knobs that differ bound.
     assert reads[1]["backend"] == {"venv": "/v", "changed": ["sglang"]}
-    assert got["record"]["plan"]["pending"] == ["sglang"] and got["record"]["plan"]["drain"] is True
-    assert got["record"]["backend"]["verdict"] == "supported" and got["record"]["backend"]["sglang_version"] == "0.5.23"
+    host_vars, groups = published(got)
+    assert host_vars["infertune_plan"]["pending"] == ["sglang"] and host_vars["infertune_plan"]["drain"] is True
+    assert host_vars["sglang_support"]["verdict"] == "supported" and host_vars["sglang_support"]["sglang_version"] == "0.5.23"
     # The second read's command-line check reaches the problems; the host is stopped.
-    assert got["record"]["problems"] == ["argv refused"] and got["record"]["group"] is None
+    assert host_vars["infertune_failure"] == "argv refused" and groups == []
 
 
 def test_the_control_node_is_stopped_unless_allowed(monkeypatch):
-    got, _ = planned(monkeypatch, [first_plan()])
-    assert got["record"]["problems"][0].startswith("gpu-1: is the control node") and got["record"]["group"] is None
-    got, _ = planned(monkeypatch, [first_plan(machine_id="other")])
-    assert got["record"]["problems"] == []
+    host_vars, groups = published(planned(monkeypatch, [first_plan()])[0])
+    assert host_vars["infertune_failure"].startswith("gpu-1: is the control node") and groups == []
+    host_vars, groups = published(planned(monkeypatch, [first_plan(machine_id="other")])[0])
+    assert "infertune_failure" not in host_vars and groups == ["infertune_converged"]
 
 
 @pytest.mark.parametrize("which", [0, 1])
@@ -120,4 +138,17 @@ def test_a_read_that_fails_fails_the_task_with_its_answer(monkeypatch, which):
     failed = {"failed": True, "msg": "boom"}
     answers = [failed] if which == 0 else [first_plan(sha1="0" * 40), failed]
     got, reads = planned(monkeypatch, answers, allow_control_node=True)
-    assert got["failed"] is True and got["msg"] == "boom" and "record" not in got and len(reads) == which + 1
+    assert got["failed"] is True and got["msg"] == "boom" and "add_host" not in got and len(reads) == which + 1
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_an_unreachable_host_is_unreachable_unless_the_task_ignores_it(monkeypatch, which):
+    lost = AnsibleConnectionFailure("ssh: connect to host gpu-1 port 22: Connection timed out")
+    answers = [lost] if which == 0 else [first_plan(sha1="0" * 40), lost]
+    with pytest.raises(AnsibleConnectionFailure):
+        planned(monkeypatch, answers, allow_control_node=True)
+    # The drift watch goes on past it: the host is published with the reason, in no group.
+    got, _ = planned(monkeypatch, answers, allow_control_node=True, ignore_unreachable=True)
+    host_vars, groups = published(got)
+    assert host_vars == {"infertune_unreachable": str(lost), "infertune_check_mode": False} and groups == []
+    assert not got.get("failed") and not got.get("unreachable") and got["changed"] is False

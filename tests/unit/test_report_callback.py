@@ -15,8 +15,26 @@ from infertune import report
 
 REPO = Path(__file__).resolve().parents[2]
 
-# gpu-b's reason to stop, as the plan publishes it (a host variable set by add_host, for every
-# host in one task) and as the rollout's rescue does (a fact).
+# gpu-b's reason to stop, as the plan publishes it (a host variable its action returns as add_host
+# does: publish_plan below stands in for it), as add_host itself does, and as the rollout's
+# rescue does (a fact).
+BY_PLAN = """    - name: The plan's reason
+      publish_plan:
+      changed_when: false
+"""
+PUBLISH_PLAN = """from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        host = task_vars["inventory_hostname"]
+        host_vars = {"infertune_check_mode": False}
+        if host == "gpu-b":
+            host_vars["infertune_failure"] = "gpu-b: GPU gate: 0 GPUs"
+        return {"changed": False, "add_host": {"host_name": host, "groups": [], "host_vars": host_vars}}
+"""
 BY_ADD_HOST = """    - name: The plan's reason
       ansible.builtin.add_host:
         name: "{{ item }}"
@@ -70,7 +88,7 @@ PLAY = """- name: Plan
 """
 
 
-def run_lost_batch(tmp_path, reason=BY_ADD_HOST, **env):
+def run_lost_batch(tmp_path, reason=BY_PLAN, **env):
     """The play above after an earlier run's passing report; returns (reports dir, rc, output)."""
     reports = tmp_path / "reports"
     # An earlier run's report: every host passed.
@@ -85,6 +103,8 @@ def run_lost_batch(tmp_path, reason=BY_ADD_HOST, **env):
                          "children": {"gpu_nodes": {"hosts": {"gpu-a": {}, "gpu-b": {}, "gpu-c": {}}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(PLAY.replace("{reason}", reason))
+    (tmp_path / "action_plugins").mkdir()
+    (tmp_path / "action_plugins" / "publish_plan.py").write_text(PUBLISH_PLAN)
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml"),
             "-i", str(tmp_path / "inventory.yml"), "-e", f"report_dir={reports}", "-e", "report_enforce=false"]
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
@@ -93,7 +113,7 @@ def run_lost_batch(tmp_path, reason=BY_ADD_HOST, **env):
     return reports, proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("reason", [BY_ADD_HOST, BY_SET_FACT], ids=["plan-add_host", "rescue-set_fact"])
+@pytest.mark.parametrize("reason", [BY_PLAN, BY_ADD_HOST, BY_SET_FACT], ids=["plan", "add_host", "rescue-set_fact"])
 def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path, reason):
     reports, rc, out = run_lost_batch(tmp_path, reason)
     # Ansible ended the playbook after the lost batch: no verify play.

@@ -150,18 +150,17 @@ def drained(host, applied=True):
 
 
 def published(groups):
-    """The plan's one add_host task (run once, a loop over the hosts in inventory order): each
-    host's record as host variables, and the group it joins ({host: group}, none for a host the
-    plan stopped)."""
-    items = [{"add_host": {"host_name": host, "groups": [group] if group else [],
-                           "host_vars": {"infertune_check_mode": False}}, "item": [host, {}], "changed": False}
-             for host, group in groups.items()]
-    return result("ok", next(iter(groups)), task="Publish each host's plan and send only hosts with pending changes"
-                  " into the rollout", action="ansible.builtin.add_host", res={"results": items})
+    """The plan's answer for each host (its action publishes it as add_host does): the host's record
+    as host variables, and the group it joins ({host: group}, none for a host the plan stopped)."""
+    return [result("ok", host, task="Read every knob, gate the GPUs, find sglang and decide what the host needs",
+                   action="infertune.fleet.infertune_host_plan",
+                   res={"changed": False, "add_host": {"host_name": host, "groups": [group] if group else [],
+                                                       "host_vars": {"infertune_check_mode": False}}})
+            for host, group in groups.items()]
 
 
 def test_a_host_lost_in_its_reboot_names_the_stage_and_that_it_was_drained():
-    summary = fold([play_start("Plan"), published({"a": "infertune_pending", "b": "infertune_pending"}),
+    summary = fold([play_start("Plan"), *published({"a": "infertune_pending", "b": "infertune_pending"}),
                     play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
                     fact("a", infertune_reached="boot config"), fact("a", infertune_reached="drain"), drained("a"),
                     fact("a", infertune_reached="reboot"),
@@ -185,7 +184,7 @@ def test_a_check_run_never_counts_a_drain():
 
 
 def test_a_pending_host_the_rollout_stopped_before_did_not_converge():
-    summary = fold([play_start("Plan"), published({"a": "infertune_pending", "b": "infertune_pending",
+    summary = fold([play_start("Plan"), *published({"a": "infertune_pending", "b": "infertune_pending",
                                "c": "infertune_converged"}),
                     play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
                     fact("a", infertune_reached="sglang"), fact("a", rollout_converged=True),
