@@ -27,7 +27,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,6 +38,21 @@ from .host_plan import PUBLISHED
 from .report import SUMMARY_PREFIX
 
 PROJECT = COLLECTION
+
+
+def per_root(func):
+    """Cache FUNC(root) once per project root, however it is called (load_specs() and
+    load_specs(root) are one entry): the input check runs in a worker per host, each reading
+    the YAML anew."""
+    cached = lru_cache(maxsize=8)(func)
+
+    @wraps(func)
+    def wrapper(root=str(PROJECT)):
+        return cached(str(root))
+    wrapper.cache_clear = cached.cache_clear
+    return wrapper
+
+
 HIDDEN = "<hidden>"
 _MISSING = object()
 _MAX_DEPTH = 32
@@ -546,7 +561,7 @@ def make_rule(spec, where="rule"):
         raise ValueError("%s: %s(%s): %s" % (where, name, ", ".join(map(show, args)), exc)) from exc
 
 
-@lru_cache(maxsize=8)
+@per_root
 def rules(root=str(PROJECT)):
     """{variable: [Rule]}: RULES and every catalog entry's rules; ValueError for a variable whose
     rules live in two places."""
@@ -823,7 +838,8 @@ def _load_yaml(path):
         return yaml.load(handle, Loader=_LOADER)  # noqa: S506 - a safe loader
 
 
-@lru_cache(maxsize=8)
+
+@per_root
 def load_specs(root=str(PROJECT)):
     """{role: RoleSpec} from every roles/*/meta/argument_specs.yml plus the rollout declaration."""
     base = Path(root)
@@ -872,16 +888,25 @@ def prefixes(roles=None, root=str(PROJECT)):
 ADD_HOST_OPTIONS = frozenset(("name", "host", "hostname", "groups", "group", "groupname"))
 
 
-@lru_cache(maxsize=8)
+@per_root
+def vars_names(root=str(PROJECT)):
+    """The names of the roles' vars/ files and the playbooks' vars files, and the plan's published
+    variables: what a play sees before its first task has set anything."""
+    base = Path(root)
+    names = set(PUBLISHED)
+    for path in sorted(base.glob("roles/*/vars/*.yml")) + sorted(base.glob("playbooks/vars/*.yml")):
+        data = _safe_yaml(path)
+        if isinstance(data, Mapping):
+            names.update(k for k in data if isinstance(k, str))
+    return frozenset(names)
+
+
+@per_root
 def internal_names(root=str(PROJECT)):
     """Names the project sets itself: role vars/, register:, set_fact:, add_host's host variables,
     vars:, loop_var, our modules' facts, the plan's published variables."""
     base = Path(root)
-    names = set()
-    for path in sorted(base.glob("roles/*/vars/*.yml")):
-        data = _safe_yaml(path)
-        if isinstance(data, Mapping):
-            names.update(k for k in data if isinstance(k, str))
+    names = set(vars_names(root))
     files = list(base.glob("roles/*/tasks/*.yml")) + list(base.glob("roles/*/handlers/*.yml"))
     files += list(base.glob("playbooks/**/*.yml")) + list(base.glob("*.yml"))
     for path in sorted(files):
@@ -894,8 +919,6 @@ def internal_names(root=str(PROJECT)):
             continue
         for block in re.findall(r"ansible_facts\s*=\s*\{([^}]*)\}", text):
             names.update(re.findall(r"[\"'](\w+)[\"']\s*:", block))
-    # The host variables the plan's action publishes.
-    names.update(PUBLISHED)
     return frozenset(names)
 
 
@@ -927,6 +950,11 @@ def _collect_set_names(node, names):
 
 def role_defaults(root=str(PROJECT)):
     """{variable: value} as written in each role's defaults/main.yml and the rollout vars file."""
+    return dict(_role_defaults(root))
+
+
+@per_root
+def _role_defaults(root):
     result = {}
     for spec in load_specs(root).values():
         path = Path(root) / spec.defaults_file
@@ -1034,11 +1062,16 @@ def unknown_variables(variables, roles=None, root=str(PROJECT)):
     An earlier run's summary (an AWX workflow passes it to the next node as an extra variable) is
     none of them."""
     known = declared(root)
-    internal = internal_names(root)
     marks = prefixes(roles, root)
+    suspects = [n for n in sorted(n for n in variables if isinstance(n, str))
+                if n not in known and n.startswith(marks) and not n.startswith(SUMMARY_PREFIX)
+                and n not in vars_names(root)]
+    # Every task file is read only for a name still unexplained: a play's first task (where the
+    # input check runs, in a worker per host) sees no name a task sets unless the user set it.
+    internal = internal_names(root) if suspects else frozenset()
     problems = []
-    for name in sorted(n for n in variables if isinstance(n, str)):
-        if name in known or name in internal or not name.startswith(marks) or name.startswith(SUMMARY_PREFIX):
+    for name in suspects:
+        if name in internal:
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
         hint = "; did you mean %s?" % close[0] if close else ""
