@@ -838,7 +838,6 @@ def _load_yaml(path):
         return yaml.load(handle, Loader=_LOADER)  # noqa: S506 - a safe loader
 
 
-
 @per_root
 def load_specs(root=str(PROJECT)):
     """{role: RoleSpec} from every roles/*/meta/argument_specs.yml plus the rollout declaration."""
