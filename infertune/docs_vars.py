@@ -21,7 +21,7 @@ END = "<!-- variables:end -->"
 README = validation.PROJECT / "README.md"
 
 # Pipeline order; roles not listed follow in name order.
-ORDER = ["kernel", "kernel_cmdline", "kernel_reboot", "cpu_power", "numa_balancing", "pcie", "nvidia",
+ORDER = ["kernel", "kernel_cmdline", "kernel_reboot", "cpu_power", "sysctl", "pcie", "nvidia",
          "tuning_persistence", "gpu_gate", "sglang", "report", "benchmark", "infertune", "rollout"]
 
 

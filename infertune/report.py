@@ -42,12 +42,12 @@ def knobs(catalog=CATALOG):
 
 
 def kinds(catalog=CATALOG):
-    """{name: (kind, subject)}: how each knob's values read (values.py): its module, and the unit or
-    sysctl it sets where the catalog names it literally; EXTRA's rows by their own name."""
+    """{name: (kind, subject)}: how each knob's values read (values.py): its module, and the unit
+    it sets where the catalog names it literally; EXTRA's rows by their own name."""
     out = {key: (key, None) for key, _label, _tests in EXTRA}
     for entry in yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]:
         args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
-        subject = {"systemd_unit": args.get("unit"), "sysctl": args.get("name")}.get(entry.get("module"))
+        subject = args.get("unit") if entry.get("module") == "systemd_unit" else None
         literal = isinstance(subject, str) and "{" not in subject
         out[entry["name"]] = (entry.get("module"), subject if literal else None)
     return out
@@ -121,7 +121,7 @@ def read_fragments(directory):
 def change(result, check_mode=False, kind=None, subject=None):
     """'before → after' (or what happened instead) for one knob's published result, each value
     said for what it is (infertune/values.py): kind is the catalog entry's module or the row's
-    name, subject the unit or sysctl it sets."""
+    name, subject the unit it sets."""
     if result is None:
         return "not run"
     if result.get("failed"):

@@ -370,6 +370,43 @@ def module_options():
     return Rule(doc, check)
 
 
+# The dotted form (a name becomes a path under /proc/sys); values are what sysctl -n prints:
+# words of this set separated by single spaces (multi-field sysctls), nothing a shell, a unit
+# or sysctl.d would read as syntax.
+_SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
+_SYSCTL_VALUE = re.compile(r"[A-Za-z0-9_.,:/+=@-]+( [A-Za-z0-9_.,:/+=@-]+)*")
+
+
+def sysctl_settings():
+    doc = ("a list of {name, value}: names dotted [a-z0-9_]+(.[A-Za-z0-9_-]+)+, each once; values"
+           " [A-Za-z0-9_.,:/+=@-] words separated by single spaces")
+
+    def check(value, emit):
+        if not isinstance(value, (list, tuple)):
+            return
+        seen = set()
+        for index, item in enumerate(value):
+            where = "[%d]" % index
+            if not isinstance(item, Mapping) or set(item) != {"name", "value"}:
+                emit("must be a mapping with the keys name and value, no other", where,
+                     ", ".join(sorted(map(str, item))) if isinstance(item, Mapping) else item)
+                continue
+            name, setting = item["name"], item["value"]
+            if not isinstance(name, str) or len(name) > 256 or not _SYSCTL_NAME.fullmatch(name):
+                emit("name must be a dotted sysctl name [a-z0-9_]+(.[A-Za-z0-9_-]+)+", where + ".name", name)
+            elif name in seen:
+                emit("name must appear once (%s is set twice)" % name, where + ".name", name)
+            seen.add(name)
+            # A number is what it prints as; a boolean would become True, which no sysctl takes.
+            if _ok_int(setting):
+                setting = str(setting)
+            if not isinstance(setting, str):
+                emit("value must be a string or an integer", where + ".value", setting)
+            elif len(setting) > 4096 or not _SYSCTL_VALUE.fullmatch(setting):
+                emit("value must be [A-Za-z0-9_.,:/+=@-] words separated by single spaces", where + ".value", setting)
+    return Rule(doc, check)
+
+
 SECRET_FLAGS = ("--api-key", "--admin-api-key", "--config")
 
 
@@ -535,7 +572,7 @@ MAKERS = {
     "non_empty": non_empty, "each": each, "file_suffix": file_suffix, "file_mode": file_mode,
     "cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key, "host_address": host_address,
     "model_path": model_path, "unit_text": unit_text, "environment": environment,
-    "module_options": module_options, "no_secret_flags": no_secret_flags, "batch": batch,
+    "module_options": module_options, "sysctl_settings": sysctl_settings, "no_secret_flags": no_secret_flags, "batch": batch,
     "count_or_percent": count_or_percent, "hook_command": hook_command, "http_url": http_url,
 }
 

@@ -3,7 +3,7 @@
 A knob publishes its values as its apply function returns them (infertune_results[knob]); their
 shape depends on the catalog entry's `module`, or for the rollout's own rows (drain, reboot) on
 the row. Each shape is said here once: "sglang.service: disabled, inactive → enabled, active",
-"kernel.numa_balancing: 1 → 0", "512 bytes on 2 devices → 4096 bytes on 2 devices", never the
+"vm.swappiness: 60 → 10", "512 bytes on 2 devices → 4096 bytes on 2 devices", never the
 bare "-1 +0" of a word diff.
 """
 from __future__ import annotations
@@ -86,7 +86,7 @@ NOTHING = {
 
 
 def say(kind, value, subject=None):
-    """One side of a knob of this kind; subject (the unit, the sysctl) is named once, in front."""
+    """One side of a knob of this kind; subject (the unit) is named once, in front."""
     if value is None or value == {} or value == "":
         text = NOTHING.get(kind, "—")
     elif kind == "reboot" and value not in ("rebooted", "not rebooted"):
@@ -101,7 +101,13 @@ def say(kind, value, subject=None):
 
 
 def change(kind, before, after, subject=None):
-    """'before → after' for a changed knob; a command line by the parameters added and removed."""
+    """'before → after' for a changed knob; a command line by the parameters added and removed,
+    sysctls by those whose value changes."""
+    if kind == "sysctl" and isinstance(before, dict) and isinstance(after, dict):
+        changed = [f"{key}: {say(kind, before.get(key))}{ARROW}{say(kind, value)}"
+                   for key, value in after.items() if before.get(key) != value]
+        # None differs live: the change is the sysctl.d file alone.
+        return "; ".join(changed) if changed else f"{say(kind, after)} live; sysctl.d file rewritten"
     if kind == "kernel_cmdline" and isinstance(before, str) and isinstance(after, str):
         old, new = before.split(), after.split()
         added, removed = [w for w in new if w not in old], [w for w in old if w not in new]

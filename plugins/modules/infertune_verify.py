@@ -58,7 +58,7 @@ EXAMPLES = r"""
     hosts: "{{ ansible_play_hosts_all }}"
     fleet: "{{ groups['gpu_nodes'] }}"
     tests: []
-    expected: [cpufreq_governor, numa_balancing_mode]
+    expected: [cpufreq_governor, sysctl_settings]
     connection: [ansible_host, ansible_port, ansible_user]
     secrets: [ansible_password, ansible_ssh_pass]
   run_once: true

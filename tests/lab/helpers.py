@@ -7,7 +7,7 @@ from infra.drive import BIN, ROOT, fresh_lab, labctl, on_host, playbook, recap  
 
 # PCI functions live under /sys/devices/pci* (/sys/bus/pci/devices holds links to them).
 STATE_PATHS = ("/etc /boot /sys/devices/system/cpu /sys/devices/pci* /sys/module "
-               "/proc/sys/kernel/numa_balancing /proc/cmdline /usr/local")
+               "/proc/sys/kernel/numa_balancing /proc/sys/vm/swappiness /proc/cmdline /usr/local")
 
 
 def state_digest(host):

@@ -113,7 +113,7 @@ def test_an_upstream_summary_passed_on_by_a_workflow_is_accepted(fleet, unsliced
     """The next node of an AWX workflow gets the earlier node's artifacts as extra variables."""
     extra = tmp_path / "artifacts.json"
     extra.write_text(json.dumps(unsliced))
-    rc, out = playbook("site.yml", "--check", "--tags", "numa_balancing", "-e", f"@{extra}",
+    rc, out = playbook("site.yml", "--check", "--tags", "sysctl", "-e", f"@{extra}",
                        "-e", f"report_dir={tmp_path / 'r'}", "--limit", fleet[0])
     assert rc == 0 and "no role declares" not in out, out[-4000:]
     assert (tmp_path / "r" / "fleet.json").exists()

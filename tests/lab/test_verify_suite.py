@@ -22,7 +22,7 @@ pytestmark = pytest.mark.lab
 # acpi-cpufreq/schedutil, C2 enabled, numa_balancing 1, MaxReadReq 512, ACS redirect on,
 # IOMMU translating so P2P reads CNS) and nothing installed. Its 8 GPUs of compute 12.0 already match, and nothing wrote elsewhere.
 UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_governor", "cpufreq_epp",
-               "no_deep_cstates", "numa_balancing", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
+               "no_deep_cstates", "sysctl", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
                "tuning_persistence", "pcie_acs", "pcie_p2p", "nvidia_persistence"}
 UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
 
@@ -72,8 +72,8 @@ def test_converged_host_passes_and_the_report_shows_both(hosts, tmp_path):
     assert fleet["hosts"][tuned]["tuned_at"], "no results recorded for the tuned host"
     # Runtime knobs (MaxReadReq) come back from the boot-time oneshot after the reboot,
     # so the change the report must show is a boot-time one.
-    assert fleet["hosts"][tuned]["knobs"]["numa_balancing"]["changed"]
-    assert set(fleet["hosts"][untuned]["failing"]) >= {"boot_kernel", "pcie_mrrs", "numa_balancing", "cpuidle"}
+    assert fleet["hosts"][tuned]["knobs"]["sysctl"]["changed"]
+    assert set(fleet["hosts"][untuned]["failing"]) >= {"boot_kernel", "pcie_mrrs", "sysctl", "cpuidle"}
 
     results = verify([tuned], tmp_path / "tuned.xml")[tuned]
     assert {t: r["status"] for t, r in results.items() if r["status"] != "pass"} == {}

@@ -116,18 +116,18 @@ def test_the_docs_tables_cover_the_catalog():
 
 
 def test_a_knob_missing_its_files_is_named():
-    entry = {"name": "thp", "role": "numa_balancing", "stage": "later", "module": "thp",
-             "args": {"mode": "{{ numa_balancing_thp | int }}"}, "verify": ["thp"],
+    entry = {"name": "thp", "role": "sysctl", "stage": "later", "module": "thp",
+             "args": {"mode": "{{ sysctl_thp | int }}"}, "verify": ["thp"],
              "rules": {"pcie_mrrs_vendor": ["non_empty"]}}
     assert needs(entry) == [
         "thp: module thp is not in knobs.MODULES", "thp: no label", "thp: no doc",
         "thp: stage later is none of boot, runtime, persist, service",
-        "thp: rules for pcie_mrrs_vendor, which role numa_balancing does not declare",
-        "thp: reads numa_balancing_thp, which no argument spec declares",
+        "thp: rules for pcie_mrrs_vendor, which role sysctl does not declare",
+        "thp: reads sysctl_thp, which no argument spec declares",
         "thp: no test_thp in tests/verify"]
-    numa = next(e for e in CATALOG if e["name"] == "numa_balancing")
-    assert needs(numa, tests=set()) == ["numa_balancing: no test_numa_balancing in tests/verify"]
+    numa = next(e for e in CATALOG if e["name"] == "sysctl")
+    assert needs(numa, tests=set()) == ["sysctl: no test_sysctl in tests/verify"]
     assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', 'knobs.predict([])\n"sysctl"']) == []
     assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', '"sysctl"']) == [
-        "numa_balancing: no unit test imports sysctl or runs sysctl"]
+        "sysctl: no unit test imports sysctl or runs sysctl"]
     assert apply_modules("kernel_cmdline") == ["cmdline", "cpu", "pcie_fabric"]

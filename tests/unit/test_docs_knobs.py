@@ -38,7 +38,7 @@ def test_check_command_finds_and_fixes_a_stale_table(tmp_path):
     assert subprocess.run(command + ["--check"], cwd=REPO, capture_output=True).returncode == 0
     text = readme.read_text()
     assert text.startswith("# x\n\n" + docs_knobs.KNOBS_START) and text.endswith(docs_knobs.KNOBS_END + "\n\nmore\n")
-    assert "| `kernel.numa_balancing=0` | `sysctl -w` | `/etc/sysctl.d/60-infertune-numa.conf` |" in text
+    assert "| `name=kernel.numa_balancing value=0` (`sysctl_settings`: any sysctl, from inventory alone) | `sysctl -w` | `/etc/sysctl.d/60-infertune-numa.conf` |" in text
 
 
 def test_knob_rows_show_the_defaults_of_the_variables_they_name():

@@ -6,9 +6,9 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gat
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import apply_unit
 from fakehost import BARE_ROOT, SWITCH_DOWN, SWITCH_ROOT, SWITCH_UP, cpu_tree, fabric_tree, pci_tree, read, snapshot, write
 
-SYSCTL = {"name": "kernel.numa_balancing", "value": 0, "path": "/etc/sysctl.d/60-infertune-numa.conf"}
+SYSCTL = {"settings": [{"name": "kernel.numa_balancing", "value": 0}], "path": "/etc/sysctl.d/60-infertune-numa.conf"}
 CATALOG = [
-    {"name": "numa_balancing", "module": "sysctl", "args": SYSCTL},
+    {"name": "sysctl", "module": "sysctl", "args": SYSCTL},
     {"name": "cpufreq", "module": "cpufreq_policy", "args": {"governor": "performance", "epp": "performance"},
      "label": "governor / EPP"},
     {"name": "nvidia_options", "module": "modprobe_options", "label": "NVIDIA options",
@@ -27,7 +27,8 @@ def host(amd128):
 def test_every_knob_returns_the_contract(host):
     contract, diff, actions = knobs.run("sysctl", SYSCTL, Gate(), host)
     assert set(contract) >= {"changed", "before", "after", "reboot_required", "runtime_pending", "msg"}
-    assert (contract["before"], contract["after"], contract["runtime_pending"]) == ("1", "0", True)
+    assert (contract["before"], contract["after"], contract["runtime_pending"]) == (
+        {"kernel.numa_balancing": "1"}, {"kernel.numa_balancing": "0"}, True)
     assert read(host, "/etc/sysctl.d/60-infertune-numa.conf").endswith("kernel.numa_balancing = 0")
     assert diff["after"].endswith("kernel.numa_balancing = 0\n") and actions
     again, _, _ = knobs.run("sysctl", SYSCTL, Gate(), host)
@@ -40,17 +41,17 @@ def test_bad_catalog_entries_fail_with_a_message(host):
     with pytest.raises(TuningError, match="arguments of sysctl must be a mapping"):
         knobs.run("sysctl", ["kernel.numa_balancing"], Gate(), host)
     with pytest.raises(TuningError, match="sysctl: missing argument 'path'"):
-        knobs.run("sysctl", {"name": "kernel.numa_balancing", "value": 0}, Gate(), host)
+        knobs.run("sysctl", {"settings": SYSCTL["settings"]}, Gate(), host)
 
 
 def test_predict_changes_nothing_and_says_what_the_host_needs(host):
     before = snapshot(host)
     results = knobs.predict(CATALOG, host)
     assert snapshot(host) == before
-    assert {n for n, r in results.items() if r["changed"]} == {"numa_balancing", "cpufreq", "nvidia_options"}
+    assert {n for n, r in results.items() if r["changed"]} == {"sysctl", "cpufreq", "nvidia_options"}
     needs = knobs.summarize(CATALOG, results, "when_needed")
     # A loaded module running other values waits for a reboot; the runtime knobs drain the host.
-    assert needs == {"pending": ["numa_balancing", "cpufreq", "nvidia_options"], "failed": {},
+    assert needs == {"pending": ["sysctl", "cpufreq", "nvidia_options"], "failed": {},
                      "reboot": True, "reboot_reasons": ["NVIDIA options"], "drain": True}
     assert not knobs.summarize(CATALOG, results, "never")["reboot"]
 
@@ -59,7 +60,7 @@ def test_a_knob_that_cannot_apply_fails_in_the_prediction_alone(host):
     catalog = [dict(CATALOG[1], args={"governor": "userspace"}), CATALOG[0]]
     results = knobs.predict(catalog, host)
     assert results["cpufreq"]["failed"] and "governor='userspace' is not available" in results["cpufreq"]["msg"]
-    assert results["numa_balancing"]["changed"]
+    assert results["sysctl"]["changed"]
     assert knobs.summarize(catalog, results, "when_needed")["failed"] == {"cpufreq": results["cpufreq"]["msg"]}
 
 

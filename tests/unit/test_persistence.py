@@ -165,10 +165,10 @@ def test_tags_skip_tags_and_toggles_choose_the_catalog_entries(tmp_path):
     every = [(k["name"], k["role"]) for k in catalog]
     chosen = selected(tmp_path)
     assert chosen == [k for k in every if k in chosen]  # in catalog order
-    assert {("numa_balancing", "numa_balancing"), ("kernel_package", "kernel"), ("amd_pstate", "cpu_power")} <= set(chosen)
+    assert {("sysctl", "sysctl"), ("kernel_package", "kernel"), ("amd_pstate", "cpu_power")} <= set(chosen)
     assert {role for _, role in selected(tmp_path, "--tags", "pcie")} == {"pcie"}
-    assert selected(tmp_path, "--tags", "numa_balancing,boot_kernel") == [
-        k for k in every if k[0] in ("numa_balancing", "boot_kernel")]
+    assert selected(tmp_path, "--tags", "sysctl,boot_kernel") == [
+        k for k in every if k[0] in ("sysctl", "boot_kernel")]
     assert not {role for _, role in selected(tmp_path, "--skip-tags", "cpu_power")} & {"cpu_power"}
     assert "amd_pstate" not in {n for n, _ in selected(tmp_path, "--skip-tags", "amd_pstate")}
     assert "nvidia_persistence" not in {n for n, _ in selected(tmp_path, "-e", "nvidia_persistence_enabled=false")}

@@ -36,7 +36,7 @@ FRAGMENT = {
         "cpufreq": {"before": {"governor": {"powersave": 128}}, "after": {"governor": {"performance": 128}},
                     "changed": True, "applied": True},
         # Planned but not applied: the host was not in a batch yet.
-        "numa_balancing": {"before": "1", "after": "0", "changed": True},
+        "sysctl": {"before": {"kernel.numa_balancing": "1"}, "after": {"kernel.numa_balancing": "0"}, "changed": True},
     },
 }
 
@@ -75,8 +75,8 @@ def test_fleet_json_verdicts_and_changes(tmp_path):
     assert one["knobs"]["reboot"]["tuning"]["change"] == "not rebooted (unchanged)"
     assert one["knobs"]["cpufreq"]["tuning"]["change"] == "governor powersave on 128 CPUs → governor performance on 128 CPUs"
     # A planned change is never shown as applied.
-    assert one["knobs"]["numa_balancing"]["tuning"]["change"] == "would change: kernel.numa_balancing: 1 → 0"
-    assert not one["knobs"]["numa_balancing"]["changed"]
+    assert one["knobs"]["sysctl"]["tuning"]["change"] == "would change: kernel.numa_balancing: 1 → 0"
+    assert not one["knobs"]["sysctl"]["changed"]
     assert one["knobs"]["pcie_mrrs"]["changed"] and not one["knobs"]["gpus"]["changed"]
     # A test the catalog does not know yet still gets its own column.
     assert one["knobs"]["hugepages"]["verify"] == "pass"
@@ -164,7 +164,7 @@ def test_a_record_of_a_check_or_earlier_run_never_reads_as_tuned(tmp_path):
         "host": "gpu-02", "written": "2026-11-29T09:00:00", "check_mode": True,
         "results": {"reboot": {"before": "kernel", "after": "rebooted", "changed": True, "applied": False}}}))
     # gpu-03 was planned in this run, then lost before anything was applied.
-    report.record(tmp_path / "hosts", {"gpu-03": {"results": {"numa_balancing": {"changed": True, "applied": False,
+    report.record(tmp_path / "hosts", {"gpu-03": {"results": {"sysctl": {"changed": True, "applied": False,
                                                                                   "before": "1", "after": "0"}}}})
     run = {"gpu-02": {"verify": False, "results": None, "rollout": {"stage": "plan", "failure": ""}},
            "gpu-03": {"verify": False, "results": {}, "rollout": {"stage": "boot config", "failure": ""}}}
@@ -347,8 +347,8 @@ def test_the_run_summary_for_awx_names_failures_pending_knobs_drains_and_reboots
         "check_mode": False, "hosts": 3, "verdicts": {"pass": 1, "fail": 1, "not_verified": 1},
         "failed": {"gpu-03": {"stage": "drain", "reason": "failed in stage drain: cannot count"}},
         "not_verified": {"gpu-06": stopped},
-        # numa_balancing was planned and not applied on gpu-01; gpu-03 stopped before cpufreq.
-        "pending": {"gpu-01": ["numa_balancing"], "gpu-03": ["cpufreq"]},
+        # sysctl was planned and not applied on gpu-01; gpu-03 stopped before cpufreq.
+        "pending": {"gpu-01": ["sysctl"], "gpu-03": ["cpufreq"]},
         "drained": ["gpu-01"], "rebooted": ["gpu-01"],
     }
     assert secret not in json.dumps(summary)
@@ -360,7 +360,7 @@ def test_under_check_every_planned_change_is_pending_in_the_summary(tmp_path):
     report.write(tmp_path, ["gpu-01"], run)
     summary = json.loads((tmp_path / "fleet.json").read_text())["run_summary"]
     assert summary["check_mode"] is True
-    assert summary["pending"] == {"gpu-01": ["kernel_cmdline", "numa_balancing", "cpufreq", "pcie_mrrs"]}
+    assert summary["pending"] == {"gpu-01": ["kernel_cmdline", "sysctl", "cpufreq", "pcie_mrrs"]}
     assert summary["drained"] == [] and summary["rebooted"] == []
 
 

@@ -10,8 +10,11 @@ CPUS = {"governor": {"powersave": 128}, "epp": {"balance_performance": 120, "per
 
 @pytest.mark.parametrize("kind, subject, before, after, said", [
     ("systemd_unit", "sglang.service", UNIT_BEFORE, UNIT_AFTER, "sglang.service: disabled, inactive → enabled, active"),
-    ("sysctl", "kernel.numa_balancing", "1", "0", "kernel.numa_balancing: 1 → 0"),
-    ("sysctl", None, "1", "0", "1 → 0"),
+    ("sysctl", None, {"kernel.numa_balancing": "1", "vm.swappiness": "60"}, {"kernel.numa_balancing": "0", "vm.swappiness": "10"},
+     "kernel.numa_balancing: 1 → 0; vm.swappiness: 60 → 10"),
+    ("sysctl", None, {"kernel.numa_balancing": "0"}, {"kernel.numa_balancing": "0", "vm.swappiness": "10"},
+     "vm.swappiness: — → 10"),
+    ("sysctl", None, {"vm.swappiness": "10"}, {"vm.swappiness": "10"}, "vm.swappiness: 10 live; sysctl.d file rewritten"),
     ("pcie_mrrs", None, {"0000:41:00.0": 4096, "0000:42:00.0": 512, "0000:43:00.0": 512},
      dict.fromkeys(("0000:41:00.0", "0000:42:00.0", "0000:43:00.0"), 4096),
      "512 bytes on 2 devices, 4096 bytes on 1 device → 4096 bytes on 3 devices"),
@@ -52,5 +55,5 @@ def test_the_catalog_names_each_knobs_kind_and_what_it_sets():
     kinds = report.kinds()
     assert kinds["sglang"] == ("systemd_unit", "sglang.service")
     assert kinds["nvidia_persistence"] == ("systemd_unit", "nvidia-persistenced.service")
-    assert kinds["numa_balancing"] == ("sysctl", "kernel.numa_balancing")
+    assert kinds["sysctl"] == ("sysctl", None)
     assert kinds["pcie_mrrs"] == ("pcie_mrrs", None) and kinds["drain"] == ("drain", None)

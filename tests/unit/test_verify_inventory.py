@@ -26,11 +26,11 @@ def spy(tmp_path):
 
 
 def verify(tmp_path, bin_dir, connection):
-    run = {"gpu-x": {"verify": True, "expected": {"numa_balancing_mode": 0}, "results": None, "check_mode": False,
+    run = {"gpu-x": {"verify": True, "expected": {"sysctl_settings": [{"name": "kernel.numa_balancing", "value": "0"}]}, "results": None, "check_mode": False,
                      "address": "127.0.0.1", "connection": connection}}
     env = dict(os.environ, PATH=f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}")
     proc = subprocess.run([sys.executable, "-m", "infertune.verify", "--dir", str(tmp_path / "reports"),
-                           "--tests", "numa_balancing"], input=json.dumps(run), cwd=REPO, env=env,
+                           "--tests", "sysctl"], input=json.dumps(run), cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return (tmp_path / "reports" / "verify" / "fleet.xml").read_text()

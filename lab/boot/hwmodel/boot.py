@@ -79,7 +79,7 @@ def main():
     render.render(HW, profile, root="/", release=release, cmdline=cmdline, faults=faults,
                   hostname=socket.gethostname())
     overlay_devices(os.path.join(HW, render.DEVICES))
-    for rel in render.MOUNTS:
+    for rel in render.mounts(profile):
         mount("--bind", os.path.join(HW, rel), "/" + rel)
     if "lockdown" in faults:
         # Lockdown refuses config-space writes: the PCI trees become read-only.

@@ -16,10 +16,20 @@ MOUNTS = (
     "proc/cpuinfo",
     "proc/cmdline",
     "proc/sys/kernel/osrelease",
-    "proc/sys/kernel/numa_balancing",
     "proc/sys/kernel/random/boot_id",
 )
 NVIDIA_SMI_MODEL = "nvidia-smi.json"
+
+
+def sysctl_path(key):
+    """proc/sys/<key with dots as slashes>: where a modelled sysctl lives (relative to /)."""
+    return "proc/sys/" + key.replace(".", "/")
+
+
+def mounts(profile):
+    """MOUNTS and one writable file per sysctl the profile models; every other /proc/sys file
+    stays the container's read-only one, so a write to a key the lab does not model fails."""
+    return MOUNTS + tuple(sysctl_path(key) for key in sorted(profile["sysctl"]))
 FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver", kmod.FAULT,
           "vfio-bound")
 
@@ -71,7 +81,7 @@ def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRA
 
 
 def render(out, profile, *, root, release, cmdline, faults, hostname):
-    """Render every modelled file for one boot into OUT (OUT/<path> for each of MOUNTS)."""
+    """Render every modelled file for one boot into OUT (OUT/<path> for each of mounts(profile))."""
     lost = _index(faults, "gpu-lost")
     modules_plan = kmod.plan(root, profile, faults)
     # No nvidia.ko for the booted release: the driver cannot load, as with driver-unloaded.
@@ -88,8 +98,9 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
     sysctls = sysctl.apply(root, profile["sysctl"])
     write(os.path.join(out, "proc/cmdline"), cmdline)
     write(os.path.join(out, "proc/sys/kernel/osrelease"), release)
-    write(os.path.join(out, "proc/sys/kernel/numa_balancing"), sysctls["kernel.numa_balancing"])
     write(os.path.join(out, "proc/sys/kernel/random/boot_id"), uuid.uuid4())
+    for key, value in sysctls.items():
+        write(os.path.join(out, sysctl_path(key)), value)
     with open(os.path.join(out, "proc/cpuinfo"), "w") as f:
         f.write(render_cpu.cpuinfo(profile))
     with open(os.path.join(out, kmod.PLAN), "w") as f:

@@ -48,7 +48,7 @@ MODULES = {
     "boot_kernel": lambda root, a, gate: _flag(boot_kernel.apply_boot_kernel(root, a["release"], gate),
                                                "boot_kernel_reboot_required"),
     "kernel_cmdline": _apply_cmdline,
-    "sysctl": lambda root, a, gate: sysctl.apply_sysctl(root, a["name"], a["value"], a["path"], gate),
+    "sysctl": lambda root, a, gate: sysctl.apply_sysctls(root, a["settings"], a["path"], gate),
     "modprobe_options": lambda root, a, gate: _flag(modprobe.apply_options(root, a["options"], a["path"], gate),
                                                     "modprobe_options_reload_required"),
     "systemd_unit": lambda root, a, gate: systemd.apply_unit(root, a["unit"], a["files"], a.get("enabled", True),

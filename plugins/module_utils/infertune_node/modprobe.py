@@ -36,17 +36,20 @@ def render(options):
 
 
 def live(root, options):
-    """Per module: loaded or not, and the parameters whose running value differs."""
+    """Per module: loaded or not, the parameters whose running value differs, and those the loaded
+    module does not show (the kernel ignores a parameter its module lacks: no reload sets it)."""
     report = {}
     for module, params in sorted(options.items()):
         sys_name = module.replace("-", "_")
         loaded = os.path.isdir(sysfs.path(root, "/sys/module/%s" % sys_name))
-        differs = {}
+        differs, unknown = {}, []
         for param, value in sorted((params or {}).items()):
             current = sysfs.read(root, "/sys/module/%s/parameters/%s" % (sys_name, param)) if loaded else None
-            if loaded and (current is None or normalize(current) != normalize(format_value(value))):
+            if loaded and current is None:
+                unknown.append(param)
+            elif loaded and normalize(current) != normalize(format_value(value)):
                 differs[param] = {"wanted": format_value(value), "live": current}
-        report[module] = {"loaded": loaded, "differs": differs}
+        report[module] = {"loaded": loaded, "differs": differs, "unknown": unknown}
     return report
 
 
@@ -78,5 +81,11 @@ def apply_options(root, options, path, gate):
     return {"changed": before != after, "before": before, "after": after, "path": path,
             "live": report, "modprobe_options_reload_required": reload_required,
             "diff": {"before": before, "after": after, "before_header": path, "after_header": path},
-            "msg": "%s %s; %s" % (path, state, "a loaded module needs a reload or reboot" if reload_required
-                                  else "no loaded module runs with other values")}
+            "msg": "%s %s; %s%s" % (path, state, "a loaded module needs a reload or reboot" if reload_required
+                                    else "no loaded module runs with other values", _unknown(report))}
+
+
+def _unknown(report):
+    """Said, never waited for: a reboot would not change it, and one per run would never end."""
+    names = ["%s.%s" % (module, param) for module, entry in report.items() for param in entry["unknown"]]
+    return "; not shown by the loaded module (unknown to it?): %s" % ", ".join(names) if names else ""

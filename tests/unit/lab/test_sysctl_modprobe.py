@@ -1,4 +1,11 @@
 """Boot-time persistence the lab emulates: sysctl.d precedence and modprobe.d options."""
+import pathlib
+
+from labhw import REPO, load_profile
+
+from hwmodel import render  # noqa: E402  (labhw puts lab/boot on sys.path)
+
+PROFILES = pathlib.Path(REPO) / "lab" / "profiles"
 
 
 def numa(hw):
@@ -69,3 +76,34 @@ def test_lockdown_file(render_host, seed):
 def test_every_boot_gets_a_new_boot_id(render_host, seed):
     first = (render_host(seed) / "proc/sys/kernel/random/boot_id").read_text()
     assert first != (render_host(seed) / "proc/sys/kernel/random/boot_id").read_text()
+
+
+def test_every_sysctl_the_profile_names_is_rendered_and_mounted(render_host, seed):
+    profile = dict(seed, sysctl={**seed["sysctl"], "net.core.somaxconn": "4096"})
+    hw = render_host(profile, files={"etc/sysctl.d/60-infertune.conf": "vm.swappiness = 10\n"})
+    assert (hw / "proc/sys/vm/swappiness").read_text().strip() == "10"
+    assert (hw / "proc/sys/net/core/somaxconn").read_text().strip() == "4096"
+    assert numa(hw) == "1"
+    mounted = render.mounts(profile)
+    assert {"proc/sys/kernel/numa_balancing", "proc/sys/vm/swappiness", "proc/sys/net/core/somaxconn"} <= set(mounted)
+    assert set(render.MOUNTS) <= set(mounted)
+
+
+def test_a_sysctl_the_profile_does_not_name_is_neither_rendered_nor_mounted(render_host, seed):
+    # Left to the container's read-only /proc/sys, so a write to it fails as it should.
+    hw = render_host(seed, files={"etc/sysctl.d/60-x.conf": "vm.dirty_ratio = 5\n"})
+    assert not (hw / "proc/sys/vm/dirty_ratio").exists()
+    assert "proc/sys/vm/dirty_ratio" not in render.mounts(seed)
+
+
+def test_every_profile_models_swappiness_at_the_kernel_default():
+    for path in PROFILES.glob("*.yml"):
+        profile = load_profile(path.stem)
+        if "extends" not in profile:  # the others take their base's
+            assert profile["sysctl"]["vm.swappiness"] == "60", path.name
+
+
+def test_the_made_up_nvidia_parameter_is_modelled_and_read_from_modprobe_d(render_host, seed):
+    assert param(render_host(seed), "nvidia", "NVreg_InfertuneTest") == "0"
+    hw = render_host(seed, files={"etc/modprobe.d/infertune-nvidia.conf": "options nvidia NVreg_InfertuneTest=1\n"})
+    assert param(hw, "nvidia", "NVreg_InfertuneTest") == "1"
