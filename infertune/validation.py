@@ -377,9 +377,15 @@ _SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
 _SYSCTL_VALUE = re.compile(r"[A-Za-z0-9_.,:/+=@-]+( [A-Za-z0-9_.,:/+=@-]+)*")
 
 
+# Sysctls whose range the kernel documents: a value outside it would be refused by the kernel
+# only when the runtime stage writes it, after the drain, rather than before any change.
+SYSCTL_RANGES = {"kernel.numa_balancing": (0, 3), "vm.swappiness": (0, 200)}
+
+
 def sysctl_settings():
     doc = ("a list of {name, value}: names dotted [a-z0-9_]+(.[A-Za-z0-9_-]+)+, each once; values"
-           " [A-Za-z0-9_.,:/+=@-] words separated by single spaces")
+           " [A-Za-z0-9_.,:/+=@-] words separated by single spaces; %s" % ", ".join(
+               "%s %d-%d" % (name, low, high) for name, (low, high) in SYSCTL_RANGES.items()))
 
     def check(value, emit):
         if not isinstance(value, (list, tuple)):
@@ -404,6 +410,10 @@ def sysctl_settings():
                 emit("value must be a string or an integer", where + ".value", setting)
             elif len(setting) > 4096 or not _SYSCTL_VALUE.fullmatch(setting):
                 emit("value must be [A-Za-z0-9_.,:/+=@-] words separated by single spaces", where + ".value", setting)
+            elif name in SYSCTL_RANGES:
+                low, high = SYSCTL_RANGES[name]
+                if not (setting.isdigit() and low <= int(setting) <= high):
+                    emit("value must be an integer %d-%d for %s" % (low, high, name), where + ".value", setting)
     return Rule(doc, check)
 
 
@@ -1002,6 +1012,14 @@ def _role_defaults(root):
 
 # --------------------------------------------------------------------------- validate
 
+# Variables a release removed, with what replaces them: set in an inventory, they would
+# otherwise be ignored without a word (their prefix is no role's any more).
+RETIRED = {
+    "numa_balancing_mode": "retired: kernel.numa_balancing is an entry of sysctl_settings (a list of {name, value})",
+    "numa_balancing_sysctl_file": "retired: set sysctl_file",
+}
+
+
 def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
     """Problems of the given variables (a mapping name -> value, already templated).
 
@@ -1052,6 +1070,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
 
     if check_unknown:
         problems.extend(unknown_variables(variables, roles=chosen, root=root))
+    problems.extend(Problem(name, why) for name, why in RETIRED.items() if name in variables)
     return problems
 
 

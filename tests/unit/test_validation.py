@@ -100,6 +100,9 @@ HOSTILE = [
     ("sysctl_settings", [{"name": "vm.swappiness", "value": "10\nkernel.panic = 1"}], "newline"),
     ("sysctl_settings", [{"name": "vm.swappiness", "value": True}], "string or an integer"),
     ("sysctl_settings", [{"name": "vm.swappiness", "value": None}], "string or an integer"),
+    ("sysctl_settings", [{"name": "kernel.numa_balancing", "value": "7"}], "integer 0-3 for kernel.numa_balancing"),
+    ("sysctl_settings", [{"name": "kernel.numa_balancing", "value": "off"}], "integer 0-3"),
+    ("sysctl_settings", [{"name": "vm.swappiness", "value": 201}], "integer 0-200 for vm.swappiness"),
     ("sglang_environment", {"BAD-NAME": "x"}, "environment name"),
     ("sglang_environment", {"1ABC": "x"}, "environment name"),
     ("sglang_environment", {"A": {"nested": 1}}, "string, number or boolean"),
@@ -303,6 +306,15 @@ def test_unknown_prefixed_names_but_not_internal_ones_or_other_prefixes():
     assert lines == ["rollout_canary: no role declares this variable; did you mean rollout_canary_count?",
                      "sglang_tpp: no role declares this variable; did you mean sglang_tp?"]
     assert validation.report({"sglang_tpp": 8}, check_unknown=False) == []
+
+
+def test_a_retired_variable_is_named_with_what_replaces_it():
+    """numa_balancing_mode no longer carries a role's prefix: without a word it would be ignored."""
+    assert validation.report({"numa_balancing_mode": 1, "numa_balancing_sysctl_file": "/etc/sysctl.d/x.conf"},
+                             host="h1", check_unknown=False) == [
+        "host h1: numa_balancing_mode: retired: kernel.numa_balancing is an entry of sysctl_settings"
+        " (a list of {name, value})",
+        "host h1: numa_balancing_sysctl_file: retired: set sysctl_file"]
 
 
 def test_the_task_files_are_read_only_for_a_name_the_vars_files_do_not_explain(monkeypatch):
