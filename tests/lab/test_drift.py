@@ -108,6 +108,9 @@ def test_drift_names_the_unreachable_host_then_the_drifted_knob_then_nothing(hos
         assert rc == 1, out
         metrics = scrape(url)
         assert metrics["infertune_host_checked"] == {(h,): float(h != stopped) for h in hosts}
+        # Published by the plan as unreachable, with ssh's reason, not lost before its read.
+        error = json.loads((ROOT / "reports" / "drift.json").read_text())["hosts"][stopped]["error"]
+        assert error.startswith("unreachable: "), error
     finally:
         labctl("start", stopped)
         on_host(stopped, "systemctl is-system-running --wait >/dev/null || true")
