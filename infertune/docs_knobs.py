@@ -52,9 +52,11 @@ def defaults(root=str(validation.PROJECT)):
 
 def shown(value):
     """A default as a table shows it: lists space-separated, mappings as key=value (a nested
-    mapping as `key k=v`, modprobe's form)."""
+    mapping as `key k=v`, modprobe's form; a {name, value} entry as name=value, sysctl's form)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict) and set(value) == {"name", "value"}:
+        return "%s=%s" % (value["name"], shown(value["value"]))
     if isinstance(value, (list, tuple)):
         return " ".join(shown(item) for item in value)
     if isinstance(value, dict):
