@@ -70,8 +70,9 @@ class ActionModule(ActionBase):
             return {"unreachable": True, "msg": str(exc)}
 
     def _answer(self, result, read, host, check_mode):
-        """The result of a read that failed: the module's answer, or an unreachable host published."""
-        if read.get("unreachable"):
+        """The result of a read that failed: the module's answer, or, where the task ignores unreachable
+        hosts, an unreachable host published."""
+        if read.get("unreachable") and self._task.ignore_unreachable:
             return dict(result, changed=False, msg=f"{host}: unreachable: {read.get('msg', '')}",
                         add_host=host_plan.unreachable(host, read.get("msg"), check_mode))
         return dict(result, **read)

@@ -152,3 +152,12 @@ def test_an_unreachable_host_is_unreachable_unless_the_task_ignores_it(monkeypat
     host_vars, groups = published(got)
     assert host_vars == {"infertune_unreachable": str(lost), "infertune_check_mode": False} and groups == []
     assert not got.get("failed") and not got.get("unreachable") and got["changed"] is False
+
+
+def test_an_unreachable_answer_stays_unreachable_unless_the_task_ignores_it(monkeypatch):
+    """A connection plugin may answer unreachable rather than raise: the strategy must see it so."""
+    got, _ = planned(monkeypatch, [{"unreachable": True, "msg": "gone"}], allow_control_node=True)
+    assert got["unreachable"] is True and got["msg"] == "gone" and "add_host" not in got
+    got, _ = planned(monkeypatch, [{"unreachable": True, "msg": "gone"}], allow_control_node=True,
+                     ignore_unreachable=True)
+    assert published(got) == ({"infertune_unreachable": "gone", "infertune_check_mode": False}, [])
