@@ -16,7 +16,8 @@ keys of mappings too, and ``type: path`` means an absolute path. Cross-variable 
 ``_cross_checks``.
 
 ``validate(variables)`` returns a list of ``Problem``; it never raises on odd input (None,
-nested lists, ints for strings, huge numbers, cycles). Pure Python: yaml is the only import.
+nested lists, ints for strings, huge numbers, cycles). Pure Python: yaml and the host side's
+sysctl name pattern (plugins/module_utils) are the only imports beyond the standard library.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+from infertune_node import sysctl
 
 from . import COLLECTION
 from .host_plan import PUBLISHED
@@ -370,10 +372,10 @@ def module_options():
     return Rule(doc, check)
 
 
-# The dotted form (a name becomes a path under /proc/sys); values are what sysctl -n prints:
-# words of this set separated by single spaces (multi-field sysctls), nothing a shell, a unit
-# or sysctl.d would read as syntax.
-_SYSCTL_NAME = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
+# Names in the dotted form the host side takes (a name becomes a path under /proc/sys); values
+# are what sysctl -n prints: words of this set separated by single spaces (multi-field sysctls),
+# nothing a shell, a unit or sysctl.d would read as syntax.
+_SYSCTL_NAME = sysctl.NAME
 _SYSCTL_VALUE = re.compile(r"[A-Za-z0-9_.,:/+=@-]+( [A-Za-z0-9_.,:/+=@-]+)*")
 
 
@@ -1118,9 +1120,10 @@ def unknown_variables(variables, roles=None, root=str(PROJECT)):
     none of them."""
     known = declared(root)
     marks = prefixes(roles, root)
+    explained = vars_names(root)
     suspects = [n for n in sorted(n for n in variables if isinstance(n, str))
                 if n not in known and n.startswith(marks) and not n.startswith(SUMMARY_PREFIX)
-                and n not in vars_names(root)]
+                and n not in explained]
     # Every task file is read only for a name still unexplained: a play's first task (where the
     # input check runs, in a worker per host) sees no name a task sets unless the user set it.
     internal = internal_names(root) if suspects else frozenset()
