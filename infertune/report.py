@@ -35,21 +35,41 @@ EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gp
 SUMMARY_PREFIX = "infertune_summary_"
 
 
-def knobs(catalog=CATALOG):
-    """(name, label, verification tests) of every knob, in catalog order, then EXTRA."""
-    entries = yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]
-    return tuple((e["name"], e.get("label", e["name"]), tuple(e.get("verify", ()))) for e in entries) + EXTRA
+def catalog_rows(entries):
+    """What the report reads of the knob catalog's entries: name, label, verification tests,
+    module, and the unit a systemd_unit knob sets where the entry names it literally. The
+    actions hand over these rows of the catalog Ansible read; nothing here reads it again.
+    None (a play without the catalog) stays None: the report then reads the file."""
+    if entries is None:
+        return None
+    rows = []
+    for entry in entries:
+        args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
+        unit = args.get("unit") if entry.get("module") == "systemd_unit" else None
+        rows.append({"name": entry["name"], "label": entry.get("label", entry["name"]),
+                     "verify": list(entry.get("verify") or ()), "module": entry.get("module"),
+                     "unit": unit if isinstance(unit, str) and "{" not in unit else None})
+    return rows
 
 
-def kinds(catalog=CATALOG):
+def file_rows(catalog=CATALOG):
+    """The rows of the catalog file, for a report run by hand (python -m infertune.report)."""
+    return catalog_rows(yaml.safe_load(Path(catalog).read_text())["infertune_knobs"])
+
+
+def knobs(rows=None):
+    """(name, label, verification tests) of every knob, in catalog order, then EXTRA. rows: the
+    run's catalog rows (catalog_rows); None reads the file."""
+    rows = file_rows() if rows is None else rows
+    return tuple((r["name"], r["label"], tuple(r["verify"])) for r in rows) + EXTRA
+
+
+def kinds(rows=None):
     """{name: (kind, subject)}: how each knob's values read (values.py): its module, and the unit
     it sets where the catalog names it literally; EXTRA's rows by their own name."""
     out = {key: (key, None) for key, _label, _tests in EXTRA}
-    for entry in yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]:
-        args = entry.get("args") if isinstance(entry.get("args"), dict) else {}
-        subject = args.get("unit") if entry.get("module") == "systemd_unit" else None
-        literal = isinstance(subject, str) and "{" not in subject
-        out[entry["name"]] = (entry.get("module"), subject if literal else None)
+    for row in file_rows() if rows is None else rows:
+        out[row["name"]] = (row["module"], row["unit"])
     return out
 
 
@@ -140,8 +160,9 @@ def worst(statuses):
 
 
 def knob_catalog(verified, catalog=None):
-    """The catalog's knobs plus a column for any test it does not name yet."""
-    rows = list(catalog or knobs())
+    """The catalog's knobs (catalog: rows, None reads the file) plus a column for any test it does
+    not name yet."""
+    rows = list(knobs(catalog))
     known = {t for key, label, tests in rows for t in tests}
     extra = sorted({t for tests in verified.values() for t in tests} - known)
     return rows + [(t, t.replace("_", " "), (t,)) for t in extra]
@@ -232,11 +253,12 @@ def failed_in_run(entry):
                 and (rollout.get("failure") or rollout.get("unreachable") or rollout.get("lost")))
 
 
-def build(fragments, verified, hosts=None, run=None):
-    """run: this run's record per host ({verify, results, check_mode, rollout}), when there is one."""
+def build(fragments, verified, hosts=None, run=None, catalog=None):
+    """run: this run's record per host ({verify, results, check_mode, rollout}), when there is one;
+    catalog: the run's catalog rows (None reads the file)."""
     run = run or {}
-    catalog = knob_catalog(verified)
-    shapes = kinds()
+    shapes = kinds(catalog)
+    catalog = knob_catalog(verified, catalog)
     names = sorted(hosts or set(fragments) | set(verified))
     report = {"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "knobs": {key: label for key, label, tests in catalog}, "hosts": {}}
@@ -283,14 +305,14 @@ def build(fragments, verified, hosts=None, run=None):
     return report
 
 
-def run_summary(report, run):
+def run_summary(report, run, catalog=None):
     """What the next node of an AWX workflow needs of this run (set_stats: reports written inside
     an execution environment are gone with it): verdict counts, each failed host with its stage
     and reason, each host not verified with the reason, the knobs still pending per host (every
     planned change under --check; those a host did not reach otherwise), the hosts drained and
     rebooted. Host and knob names, stages and the report's reasons only: no variable's value."""
     hosts = report["hosts"]
-    names = [key for key, _label, _tests in knobs() if key not in {extra[0] for extra in EXTRA}]
+    names = [key for key, _label, _tests in knobs(catalog) if key not in {extra[0] for extra in EXTRA}]
     pending = {}
     for host, entry in sorted(run.items()):
         results, check_mode = entry.get("results") or {}, bool(entry.get("check_mode"))
@@ -436,17 +458,18 @@ def with_aer_trend(previous, results):
     return dict(results, fabric=dict(fabric, aer_rising=rising, after=warning))
 
 
-def write(directory, hosts=None, run=None, verified=True):
+def write(directory, hosts=None, run=None, verified=True, catalog=None):
     """fleet.json and fleet.md from the fragments and the JUnit XML (and this run's record of
     each host, when there is one); returns a summary line. verified=False: this run verified
-    nothing, so no JUnit file (an earlier run's) is read."""
+    nothing, so no JUnit file (an earlier run's) is read. catalog: the run's catalog rows
+    (catalog_rows), None reads the file."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     junit = read_junit(sorted((directory / "verify").glob("*.xml"))) if verified else {}
-    report = build(read_fragments(directory / "hosts"), junit, hosts, run)
-    report["run_summary"] = run_summary(report, run or {})
+    report = build(read_fragments(directory / "hosts"), junit, hosts, run, catalog)
+    report["run_summary"] = run_summary(report, run or {}, catalog)
     (directory / "fleet.json").write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    (directory / "fleet.md").write_text(markdown(report, drift_section(directory)))
+    (directory / "fleet.md").write_text(markdown(report, drift_section(directory, catalog)))
     return f"{directory / 'fleet.md'}: {report['summary']['hosts']} hosts, {counts(report['summary'])}"
 
 
@@ -471,20 +494,20 @@ def drift_markdown(state, labels):
     return "\n".join(lines + [DRIFT_END])
 
 
-def drift_section(directory):
+def drift_section(directory, catalog=None):
     """The drift section from DIRECTORY/drift.json, or "" before the first drift run."""
     path = Path(directory) / "drift.json"
     if not path.exists():
         return ""
-    return drift_markdown(json.loads(path.read_text()), {key: label for key, label, _tests in knobs()})
+    return drift_markdown(json.loads(path.read_text()), {key: label for key, label, _tests in knobs(catalog)})
 
 
-def update_drift_section(directory):
+def update_drift_section(directory, catalog=None):
     """Put the drift section into fleet.md in place (the rest stays: a drift run verifies nothing);
     a fleet.md is started for it when there is none yet."""
     path = Path(directory) / "fleet.md"
     text = path.read_text() if path.exists() else "# infertune fleet report\n\nNo rollout or verification report yet.\n"
-    section = drift_section(directory)
+    section = drift_section(directory, catalog)
     if DRIFT_START in text:
         text = docsection.rewrite(text, section, DRIFT_START, DRIFT_END, str(path))
     else:

@@ -13,23 +13,20 @@ import os
 import tempfile
 from pathlib import Path
 
-import yaml
-
-from . import COLLECTION
-
-SGLANG_DEFAULTS = COLLECTION / "roles" / "sglang" / "defaults" / "main.yml"
 FILE = "sglang-targets.json"
 ANY_ADDRESS = ("0.0.0.0", "::")
 
 
-def target(host, entry, defaults):
+def target(host, entry):
     """host:port where the fleet reaches this host's sglang, or None when it serves no /metrics.
 
-    The listen address, unless sglang listens on every address: then the address Ansible
-    reaches the host at. IPv6 in brackets."""
-    values = dict(defaults, **(entry.get("expected") or {}))
-    # -e gives strings: "false" is off.
-    if str(values.get("sglang_enable_metrics", True)).lower() in ("false", "no", "off", "0"):
+    From the values the run resolved for the host (its entry's `expected`): the listen address,
+    unless sglang listens on every address, then the address Ansible reaches the host at. IPv6
+    in brackets."""
+    values = entry.get("expected") or {}
+    # -e gives strings: "false" is off. No port resolved: no sglang settings in this run.
+    if (str(values.get("sglang_enable_metrics", True)).lower() in ("false", "no", "off", "0")
+            or values.get("sglang_port") in (None, "")):
         return None
     return endpoint(values.get("sglang_host", "0.0.0.0"), values.get("sglang_port"), entry.get("address") or host)
 
@@ -46,20 +43,20 @@ def endpoint(listen, port, reached_at):
     return f"{address}:{port}"
 
 
-def merge(previous, run, fleet, defaults):
+def merge(previous, run, fleet):
     """The list: fleet order; this run's hosts from `run`, the others from `previous`."""
     kept = {group.get("labels", {}).get("host"): group for group in previous if isinstance(group, dict)}
     out = []
     for host in fleet:
         if host in run:
-            found = target(host, run[host], defaults)
+            found = target(host, run[host])
             out += [{"targets": [found], "labels": {"host": host}}] if found else []
         elif host in kept:
             out.append(kept[host])
     return out
 
 
-def write(directory, run, fleet, defaults_file=SGLANG_DEFAULTS):
+def write(directory, run, fleet):
     """Update DIRECTORY/sglang-targets.json; returns its path, or None under --check."""
     if run and all(entry.get("check_mode") for entry in run.values()):
         return None
@@ -68,8 +65,7 @@ def write(directory, run, fleet, defaults_file=SGLANG_DEFAULTS):
         previous = json.loads(path.read_text())
     except (OSError, ValueError):
         previous = []
-    defaults = yaml.safe_load(Path(defaults_file).read_text()) or {}
-    groups = merge(previous if isinstance(previous, list) else [], run, fleet, defaults)
+    groups = merge(previous if isinstance(previous, list) else [], run, fleet)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{FILE}.")
     with os.fdopen(fd, "w") as handle:

@@ -1,10 +1,12 @@
 """Verify hosts with tests/verify in one pytest-testinfra run, then write the fleet report.
 
-    python -m infertune.verify --dir reports [--tests pcie_mrrs,...] < run.json
+    python -m infertune.verify --dir reports [--tests pcie_mrrs,...] [--catalog ROWS] < run.json
 
-run.json on standard input, as roles/report writes it: {host: {verify, expected, results,
-check_mode}}. Hosts with verify true are checked against their expected values (what
-their run applied, -e included); every host's results go into its report fragment.
+run.json on standard input, as the infertune_verify action writes it: {host: {verify, expected,
+results, check_mode}}. Hosts with verify true are checked against their expected values (what
+Ansible resolved for them in the run, -e included); every host's results go into its report
+fragment. --catalog: the knob catalog's rows as the run read it (JSON, infertune.report's
+catalog_rows); without it the report reads the catalog file.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def main(argv=None):
     parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
     parser.add_argument("--tests", default="", help="comma-separated verification tests (default: all)")
     parser.add_argument("--fleet", default="", help="comma-separated inventory hosts (sglang-targets.json keeps these)")
+    parser.add_argument("--catalog", type=json.loads, default=None,
+                        help="the run's knob catalog rows, JSON (default: read the catalog file)")
     args = parser.parse_args(argv)
     run = json.load(sys.stdin)
     directory = Path(args.dir)
@@ -70,7 +74,7 @@ def main(argv=None):
             return 2
     report.record(directory / "hosts", run)
     targets.write(directory, run, [h for h in args.fleet.split(",") if h] or list(run))
-    print(report.write(directory, list(run), run))
+    print(report.write(directory, list(run), run, catalog=args.catalog))
     return 0
 
 

@@ -6,7 +6,8 @@ variables: the plan's reason for a host it could not reach (infertune_unreachabl
 (infertune_failure), the plan (infertune_plan: pending knobs, every enabled knob, the reasons to
 reboot) and, when the run verified, the catalog knobs its verification found off
 (report_verified), which count as pending too. infertune.drift merges that into the state the
-previous run left.
+previous run left. The knob catalog is the one this run's Ansible read (infertune_knobs, the engine
+role's vars: the playbook's publish play imports the role), not the file read again.
 
 Options: dir (reports directory), textfile_dir (node_exporter's textfile directory; empty: no
 textfile), hosts (the run's hosts), fleet (the inventory's hosts, kept in the files). Returns
@@ -55,7 +56,8 @@ class ActionModule(ActionBase):
         result["changed"] = False
         options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
         hostvars = task_vars["hostvars"]
-        catalog = {k[0] for k in report.knobs()} - {k[0] for k in report.EXTRA}
+        rows = report.catalog_rows(plain(task_vars.get("infertune_knobs")))
+        catalog = {k[0] for k in report.knobs(rows)} - {k[0] for k in report.EXTRA}
         readings = {h: reading(h, hostvars[h], catalog) for h in options["hosts"]}
         textfile_dir = options.get("textfile_dir") or ""
         if textfile_dir and not os.path.isdir(textfile_dir):
@@ -64,7 +66,7 @@ class ActionModule(ActionBase):
             return result
         try:
             state = drift.publish(options["dir"], textfile_dir, readings, options["fleet"])
-            report.update_drift_section(options["dir"])
+            report.update_drift_section(options["dir"], rows)
         except OSError as exc:
             result.update(failed=True, msg=f"drift watch: cannot write {exc.filename}: {exc.strerror}")
             return result

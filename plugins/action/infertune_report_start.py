@@ -3,8 +3,9 @@ current (infertune.report.mark_earlier), so that it never reads as this run's.
 
 Runs on the control node only (run_once, in the plan play). Options: dir (reports directory),
 hosts (the hosts the run's report covers). Returns dir, hosts, started (when this run started,
-UTC) and marked (whether there was a report to mark); the infertune_report callback reads
-them to write this run's report should the playbook end before its verify play. Warns when
+UTC), marked (whether there was a report to mark) and catalog (the rows of this run's knob
+catalog the report reads); the infertune_report callback reads them to write this run's report
+should the playbook end before its verify play. Warns when
 that callback is not enabled: the plays are correct without it, but such a run leaves no
 report of its own.
 """
@@ -16,7 +17,8 @@ from ansible import constants as C
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.infertune.fleet.infertune.report import mark_earlier
+from ansible_collections.infertune.fleet.infertune.plain import plain
+from ansible_collections.infertune.fleet.infertune.report import catalog_rows, mark_earlier
 
 CALLBACK = "infertune.fleet.infertune_report"
 
@@ -41,7 +43,8 @@ class ActionModule(ActionBase):
         directory, hosts = str(self._task.args["dir"]), [str(h) for h in self._task.args["hosts"]]
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         result.update(changed=False, dir=directory, hosts=hosts, started=started,
-                      marked=mark_earlier(directory, started))
+                      marked=mark_earlier(directory, started),
+                      catalog=catalog_rows(plain(task_vars.get("infertune_knobs"))))
         warning = callback_warning(C.config.get_config_value("CALLBACKS_ENABLED"))
         if warning:
             Display().warning(warning)

@@ -3,13 +3,19 @@
 Runs on the control node only. Hands `python -m infertune.verify` (one pytest-testinfra run
 for every host to verify, then reports/) one entry per host, built here from the hosts'
 variables: whether to verify it (in the play, not failed, not left out by a stopped
-rollout), the values it was tuned to (its variables among `expected`), its results, how to
-reach it (its `connection` variables; none when it has one of `secrets`, which are never
-handed over), and how far its rollout got.
+rollout), the values it was tuned to, its results, how to reach it (its `connection`
+variables; none when it has one of `secrets`, which are never handed over), and how far its
+rollout got.
+
+The values it was tuned to are every documented input of `roles` (their argument specs'
+options, less those marked no_log) as Ansible resolves them for that host in this play: the
+play's role defaults under the host's own variables (inventory, facts, -e), templated in the
+host's context. The verification reads no defaults file of its own, and the report takes the
+knob catalog's rows from this run's (infertune_knobs) rather than reading the file again.
 
 Options: dir (reports directory), hosts (every host of the run), fleet (every host of the
-inventory group, for the targets file), tests (verification tests; empty: all), expected,
-connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
+inventory group, for the targets file), tests (verification tests; empty: all), roles (role
+names), connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
 its result (pass, fail, not verified), off, the details of its checks that failed or broke, and
 failing, the knobs they belong to; summary, the run's summary (fleet.json's run_summary) and
 summary_key, the set_stats key it is published under (with awx_job_id under AWX, else a run id);
@@ -22,10 +28,12 @@ import os
 import subprocess
 import sys
 
+from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import combine_vars
 
 # The collection root is where `python -m infertune.verify` finds its package.
-from ansible_collections.infertune.fleet.infertune import COLLECTION, report
+from ansible_collections.infertune.fleet.infertune import COLLECTION, report, validation
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
@@ -48,6 +56,46 @@ def entry(host, facts, play_hosts, options, check_mode):
                     # Out of the play (failed or unreachable earlier) without a reason of ours.
                     "lost": host not in play_hosts and not reason},
     }
+
+
+def inputs(specs, roles):
+    """The documented inputs of ROLES (their argument specs' options), less the secrets (no_log)."""
+    unknown = [role for role in roles if role not in specs]
+    if unknown:
+        raise ValueError("no argument spec for role(s) %s" % ", ".join(unknown))
+    return sorted({name for role in roles for name, option in specs[role].options.items()
+                   if not option.spec.get("no_log")})
+
+
+def play_defaults(play):
+    """The role defaults of the play, layered as Ansible layers them under every host's variables."""
+    merged = {}
+    for role in play.get_roles():
+        if role.public:
+            merged = combine_vars(merged, role.get_default_vars())
+    return merged
+
+
+class Resolved:
+    """A host's variables as a task of this play sees them: the play's role defaults under the
+    host's own (inventory, facts, -e), each value templated in the host's context on lookup."""
+
+    def __init__(self, host, templar, defaults, host_vars):
+        self.host = host
+        self.variables = combine_vars(defaults, host_vars)
+        self.templar = templar.copy_with_new_env(available_variables=self.variables)
+
+    def __contains__(self, name):
+        return name in self.variables
+
+    def __getitem__(self, name):
+        try:
+            return self.templar.template(self.variables[name])
+        except AnsibleError as exc:
+            raise AnsibleError("%s: %s: %s" % (self.host, name, exc.message)) from exc
+
+    def get(self, name, default=None):
+        return self[name] if name in self.variables else default
 
 
 def child_env(task_vars, environ):
@@ -77,18 +125,29 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
-    _VALID_ARGS = frozenset(("dir", "hosts", "fleet", "tests", "expected", "connection", "secrets"))
+    _VALID_ARGS = frozenset(("dir", "hosts", "fleet", "tests", "roles", "connection", "secrets"))
+
+    def resolved(self, task_vars, hosts):
+        """{host: Resolved}: each host's variables as a task of this play sees them."""
+        defaults = play_defaults(self._task.get_play())
+        hostvars = task_vars["hostvars"]
+        return {host: Resolved(host, self._templar, defaults, hostvars.raw_get(host)) for host in hosts}
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         result["changed"] = False
         options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
-        hostvars = task_vars["hostvars"]
+        try:
+            options["expected"] = inputs(validation.load_specs(COLLECTION), options["roles"])
+        except ValueError as exc:
+            return dict(result, failed=True, msg="roles: %s" % exc)
         play_hosts = list(task_vars.get("ansible_play_hosts", []))
         check_mode = bool(task_vars.get("ansible_check_mode", False))
-        run = {host: entry(host, hostvars[host], play_hosts, options, check_mode) for host in options["hosts"]}
+        run = {host: entry(host, view, play_hosts, options, check_mode)
+               for host, view in self.resolved(task_vars, options["hosts"]).items()}
         argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
-                "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"])]
+                "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"]),
+                "--catalog", json.dumps(report.catalog_rows(plain(task_vars.get("infertune_knobs"))))]
         # In the collection root: `python -m infertune.verify` runs this collection's package.
         proc = subprocess.run(argv, input=json.dumps(run), cwd=COLLECTION, env=child_env(task_vars, os.environ),
                               capture_output=True, text=True, check=False)

@@ -62,7 +62,7 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         action, res = short_action(result.task), result.result
         if action == START:
-            self.start = {k: res.get(k) for k in ("dir", "hosts", "started")}
+            self.start = {k: res.get(k) for k in ("dir", "hosts", "started", "catalog")}
         elif action == VERIFY:
             self.reported = True
         added = added_hosts(res)
@@ -109,5 +109,5 @@ class CallbackModule(CallbackBase):
             if not host["failure"] and not host["unreachable"]:
                 rollout["stopped"] = ended
             run[name] = {"verify": False, "results": None, "check_mode": host["check_mode"], "rollout": rollout}
-        line = report.write(self.start["dir"], self.start["hosts"], run, verified=False)
+        line = report.write(self.start["dir"], self.start["hosts"], run, verified=False, catalog=self.start.get("catalog"))
         self._display.display(f"infertune: {line} (written after the playbook ended early)")

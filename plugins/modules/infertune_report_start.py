@@ -49,4 +49,10 @@ marked:
   description: Whether there was an earlier report to mark.
   returned: always
   type: bool
+catalog:
+  description: What the report reads of this run's knob catalog (C(infertune_knobs)), one row per knob
+    (name, label, verify, module, unit); null in a play without the catalog.
+  returned: always
+  type: list
+  elements: dict
 """

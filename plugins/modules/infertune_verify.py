@@ -9,8 +9,11 @@ description:
     (C(tests/verify), one pytest-testinfra run for every host to verify) and writes C(fleet.json) and
     C(fleet.md) in O(dir).
   - A host is verified when it is in the play, did not fail and was not left out by a stopped rollout;
-    it is checked against the values it was tuned to (its variables among O(expected)) and reached with
-    its O(connection) variables, none when it has one of O(secrets), which are never handed over.
+    it is checked against the values it was tuned to and reached with its O(connection) variables, none
+    when it has one of O(secrets), which are never handed over.
+  - The values it was tuned to are the documented inputs of O(roles) (the options of their argument
+    specs, less those marked C(no_log)) as Ansible resolves them for that host in this play, the play's
+    role defaults under the host's inventory variables, facts and extra vars, templated in its context.
   - Fails when the verification itself broke, not when a knob is off (the report says so).
 options:
   dir:
@@ -32,8 +35,8 @@ options:
     type: list
     elements: str
     default: []
-  expected:
-    description: Names of the variables whose values the hosts are verified against.
+  roles:
+    description: The roles whose inputs the hosts are verified against (roles of this collection).
     type: list
     elements: str
     required: true
@@ -58,7 +61,7 @@ EXAMPLES = r"""
     hosts: "{{ ansible_play_hosts_all }}"
     fleet: "{{ groups['gpu_nodes'] }}"
     tests: []
-    expected: [cpufreq_governor, sysctl_settings]
+    roles: [cpu_power, sysctl, pcie, gpu_gate]
     connection: [ansible_host, ansible_port, ansible_user]
     secrets: [ansible_password, ansible_ssh_pass]
   run_once: true

@@ -369,3 +369,26 @@ def test_the_summary_key_is_unique_to_the_run_and_a_variable_name():
     assert report.summary_key("42") == "infertune_summary_awx_42"
     one, two = report.summary_key(), report.summary_key(None)
     assert one != two and one.startswith("infertune_summary_run_") and one.isidentifier()
+
+
+def test_the_report_reads_the_catalog_the_run_hands_over(tmp_path, monkeypatch):
+    """One reading of the catalog per run: Ansible's. The rows the actions hand over are what the
+    report shows; the file is read only for a report run by hand."""
+    entries = [{"name": "sysctl", "label": "kernel sysctls", "verify": ["sysctl"], "module": "sysctl", "args": {}},
+               {"name": "sglang", "label": "sglang", "verify": ["sglang_service"], "module": "systemd_unit",
+                "args": {"unit": "sglang.service", "content": "{{ big }}"}},
+               {"name": "tune", "module": "systemd_unit", "args": {"unit": "{{ unit_name }}"}}]
+    rows = report.catalog_rows(entries)
+    assert rows == [
+        {"name": "sysctl", "label": "kernel sysctls", "verify": ["sysctl"], "module": "sysctl", "unit": None},
+        {"name": "sglang", "label": "sglang", "verify": ["sglang_service"], "module": "systemd_unit",
+         "unit": "sglang.service"},
+        # A templated unit is not named; a missing label is the knob's name.
+        {"name": "tune", "label": "tune", "verify": [], "module": "systemd_unit", "unit": None}]
+    monkeypatch.setattr(report, "CATALOG", tmp_path / "no-such-catalog.yml")
+    monkeypatch.setattr(report.file_rows, "__defaults__", (tmp_path / "no-such-catalog.yml",))
+    report.write(tmp_path, ["gpu-01"], {"gpu-01": {"verify": False, "results": None}}, verified=False, catalog=rows)
+    fleet = json.loads((tmp_path / "fleet.json").read_text())
+    assert list(fleet["knobs"])[:3] == ["sysctl", "sglang", "tune"]
+    assert fleet["knobs"]["sysctl"] == "kernel sysctls"
+    assert report.catalog_rows(None) is None

@@ -60,6 +60,11 @@ PLAY = """- name: Plan
       ansible.builtin.import_role:
         name: infertune.fleet.report
         tasks_from: start
+    - name: The engine, whose catalog the plan play holds
+      ansible.builtin.import_role:
+        name: infertune.fleet.infertune
+        tasks_from: show_plan
+      when: false
 {reason}
 - name: Roll out
   hosts: gpu-a,gpu-c

@@ -12,21 +12,20 @@ import yaml
 from fakehost import REPO
 from infertune import targets
 
+# What the run resolved for each host (the role defaults under its own variables).
 DEFAULTS = {"sglang_host": "0.0.0.0", "sglang_port": 30000, "sglang_enable_metrics": True}
 RUN = {
-    "gpu-a": {"address": "10.0.0.1", "expected": {}},
-    "gpu-b": {"address": "fd00::2", "expected": {"sglang_port": 31000}},
+    "gpu-a": {"address": "10.0.0.1", "expected": DEFAULTS},
+    "gpu-b": {"address": "fd00::2", "expected": dict(DEFAULTS, sglang_port=31000)},
     # -e gives strings.
-    "gpu-c": {"address": "10.0.0.3", "expected": {"sglang_enable_metrics": "false"}},
-    "gpu-d": {"address": "10.0.0.4", "expected": {"sglang_host": "192.168.7.4"}},
+    "gpu-c": {"address": "10.0.0.3", "expected": dict(DEFAULTS, sglang_enable_metrics="false")},
+    "gpu-d": {"address": "10.0.0.4", "expected": dict(DEFAULTS, sglang_host="192.168.7.4")},
 }
 FLEET = ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]
 
 
 def write(tmp_path, run=RUN, fleet=FLEET):
-    defaults = tmp_path / "defaults.yml"
-    defaults.write_text(json.dumps(DEFAULTS))
-    path = targets.write(tmp_path / "reports", run, fleet, defaults_file=defaults)
+    path = targets.write(tmp_path / "reports", run, fleet)
     return json.loads(path.read_text()) if path else None
 
 
@@ -58,9 +57,13 @@ def test_a_check_run_writes_nothing(tmp_path):
     assert write(tmp_path, run=run) is None and not (tmp_path / "reports").exists()
 
 
-def test_the_sglang_role_defaults_give_every_host_a_target(tmp_path):
-    path = targets.write(tmp_path, {"gpu-a": {"address": "10.0.0.1", "expected": {}}}, ["gpu-a"])
-    assert json.loads(path.read_text())[0]["targets"][0].startswith("10.0.0.1:")
+def test_the_target_comes_from_the_run_alone(tmp_path):
+    """No defaults file of its own: a port the run resolved is the port listed, and a host the run
+    resolved no sglang settings for gets no target rather than one guessed from the role."""
+    run = {"gpu-a": {"address": "10.0.0.1", "expected": dict(DEFAULTS, sglang_port=30123)},
+           "gpu-b": {"address": "10.0.0.2", "expected": {}}}
+    assert write(tmp_path, run=run, fleet=["gpu-a", "gpu-b"]) == [
+        {"labels": {"host": "gpu-a"}, "targets": ["10.0.0.1:30123"]}]
 
 
 # Listen address, the address Ansible reaches the host at, the target.

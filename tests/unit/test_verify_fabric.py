@@ -9,13 +9,13 @@ from types import SimpleNamespace
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import apply_mrrs
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_acs import apply_acs
-from verifycheck import load, outcome
+from verifycheck import load, outcome, resolved
 from fakehost import (BARE_GPU, BARE_ROOT, H200_RESOURCE, NVME, NVME_ROOT, REPO, SWITCH_DOWN, SWITCH_GPUS,
                       SWITCH_ROOT, SWITCH_UP, fabric_tree, pci_device)
 
 sys.path.insert(0, str(REPO / "tests" / "verify"))
 import pci_probe  # noqa: E402
-from expected import expected_values, truthy  # noqa: E402
+from expected import truthy  # noqa: E402
 from test_kernel import wanted_params  # noqa: E402
 
 
@@ -46,11 +46,11 @@ def test_probe_finds_acs_wherever_the_vendor_put_it():
 
 
 def test_the_verification_expects_the_fabric_parameters():
-    want = expected_values({})
+    want = resolved({})
     assert wanted_params(want, "AuthenticAMD") == (
         ["processor.max_cstate=1", "amd_pstate=active", "pcie_aspm=off", "pcie_port_pm=off", "iommu=pt"],
         ["iommu.passthrough", "amd_iommu"])
-    intel = expected_values({"pcie_iommu_mode": "off", "pcie_link_pm_off": "false", "kernel_cmdline_remove": ["quiet"]})
+    intel = resolved({"pcie_iommu_mode": "off", "pcie_link_pm_off": "false", "kernel_cmdline_remove": ["quiet"]})
     assert wanted_params(intel, "GenuineIntel") == (["processor.max_cstate=1", "intel_iommu=off", "iommu=off"],
                                                    ["quiet", "iommu.passthrough"])
     assert truthy("yes") and not truthy("false") and not truthy(False)
@@ -63,39 +63,39 @@ def probed(root):
 def test_acs_verification_names_the_ports_still_redirecting(tmp_path):
     check = load("test_pcie_fabric").test_pcie_acs
     root = fabric_tree(str(tmp_path))
-    found = outcome(check, "h1", probed(root), expected_values({}))
+    found = outcome(check, "h1", probed(root), resolved({}))
     assert found.startswith("h1: ACS redirect: expected P2P request and completion redirect off on the 3 port(s)")
     assert "redirect on at 3: 0000:10:01.1 (0x001d)" in found
     apply_acs(root, "0x10de", ["0x0300", "0x0302"], False, Gate())
-    assert outcome(check, "h1", probed(root), expected_values({})) == "pass"
-    assert "not applicable" in outcome(check, "h1", probed(root), expected_values({"pcie_acs_clear_redirect": "no"}))
+    assert outcome(check, "h1", probed(root), resolved({})) == "pass"
+    assert "not applicable" in outcome(check, "h1", probed(root), resolved({"pcie_acs_clear_redirect": "no"}))
 
 
 def test_link_verification_names_the_narrow_port_and_bar1_the_small_window(tmp_path):
     module = load("test_pcie_fabric")
     narrow = probed(fabric_tree(str(tmp_path / "a"), root_width=4, up_trained=4))
-    found = outcome(module.test_pcie_links, "h1", narrow, expected_values({}))
+    found = outcome(module.test_pcie_links, "h1", narrow, resolved({}))
     assert "PCIe links: expected 4 link(s) on the GPU paths at their speed and width" in found
     assert "0000:10:01.1 is configured for x4" in found
     assert "not applicable" in outcome(module.test_pcie_links, "h1", narrow,
-                                       expected_values({"pcie_fabric_gates": ["bar1"]}))
+                                       resolved({"pcie_fabric_gates": ["bar1"]}))
     small = probed(fabric_tree(str(tmp_path / "b"), bar1=256 << 20))
     memory = "".join("00000000:%s, 97887\n" % gpu[5:] for gpu in SWITCH_GPUS + (BARE_GPU,))
-    found = outcome(module.test_pcie_bar1, "h1", small, memory, expected_values({}))
+    found = outcome(module.test_pcie_bar1, "h1", small, memory, resolved({}))
     assert found.startswith("h1: BAR1: expected BAR1 at least the GPU's memory")
     assert "%s: 256 MiB for 97887 MiB" % SWITCH_GPUS[0] in found
-    assert outcome(module.test_pcie_bar1, "h1", narrow, memory, expected_values({})) == "pass"
+    assert outcome(module.test_pcie_bar1, "h1", narrow, memory, resolved({})) == "pass"
 
 
 def test_p2p_verification_reads_both_matrices():
     check = load("test_pcie_fabric").test_pcie_p2p
     ok = " \tGPU0\tGPU1\t\n GPU0\tX\tOK\t\n GPU1\tOK\tX\t\n\nLegend:\n\n  X    = Self\nrc=0\n"
     cns = ok.replace("X\tOK", "X\tCNS")
-    assert outcome(check, "h1", [ok, ok], expected_values({})) == "pass"
-    assert outcome(check, "h1", [ok, cns], expected_values({})) == (
+    assert outcome(check, "h1", [ok, ok], resolved({})) == "pass"
+    assert outcome(check, "h1", [ok, cns], resolved({})) == (
         "h1: P2P matrix: expected P2P read and write OK between all GPUs, found write CNS (chipset not supported)"
         " between GPU0->GPU1")
-    assert "not applicable" in outcome(check, "h1", ["sh: nvidia-smi: not found\nrc=127\n"] * 2, expected_values({}))
+    assert "not applicable" in outcome(check, "h1", ["sh: nvidia-smi: not found\nrc=127\n"] * 2, resolved({}))
 
 
 def test_mrrs_verification_skips_sriov_virtual_functions(tmp_path):
@@ -108,7 +108,7 @@ def test_mrrs_verification_skips_sriov_virtual_functions(tmp_path):
     pci_device(root, vf, 0x10DE, 0x2BB5, 0x030200, b"\xff" * 4096)
     os.symlink("../" + SWITCH_GPUS[0], os.path.join(root, "sys/bus/pci/devices", vf, "physfn"))
     functions = probed(root)
-    assert outcome(module.test_pcie_mrrs, "h1", functions, expected_values({})) == "pass"
+    assert outcome(module.test_pcie_mrrs, "h1", functions, resolved({})) == "pass"
     assert [bdf for bdf, f in functions.items() if f["vf"]] == [vf]
 
 

@@ -22,3 +22,11 @@ def outcome(test, *args):
     except (pytest.fail.Exception, pytest.skip.Exception) as exc:
         return str(exc)
     return "pass"
+
+
+def resolved(overrides=None):
+    """Values as a run resolves them for a host that sets only OVERRIDES: the roles' defaults as
+    written (no knob default is templated), under the overrides."""
+    from infertune import validation
+
+    return dict(validation.role_defaults(), **(overrides or {}))

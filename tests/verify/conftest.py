@@ -1,11 +1,12 @@
 """testinfra verification of tuned hosts, one test per knob, parametrized per host.
 
-    pytest tests/verify --hosts='ansible://gpu_nodes' --ansible-inventory=inventory/<yours>
-    pytest tests/verify --hosts=local://          # on the host itself, role defaults only
+    INFERTUNE_VERIFY_EXPECTED=reports/verify/expected.json \
+        pytest tests/verify --hosts='ansible://gpu_nodes' --ansible-inventory=inventory/<yours>
+    INFERTUNE_VERIFY_EXPECTED=expected.json pytest tests/verify --hosts=local://   # on the host
 
-Expected values: what the run resolved for the host (INFERTUNE_VERIFY_EXPECTED, written
-by `python -m infertune.verify`, -e included); else the host's inventory variables
-(ansible backend) over the roles' defaults, as the roles themselves see them.
+Expected values: what Ansible resolved for each host (INFERTUNE_VERIFY_EXPECTED, written by
+`python -m infertune.verify` from playbooks/verify.yml or site.yml, -e included), by inventory
+name; on the local backend the entry of the host's hostname, or the file's only entry.
 """
 import json
 import os
@@ -20,7 +21,6 @@ import testinfra
 # the collection's plugins/module_utils, beside this directory wherever it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
-from expected import expected_values
 from fleet import Fleet
 from readings import sections
 
@@ -37,22 +37,34 @@ def pytest_configure(config):
             AnsibleRunner.get_runner(config.option.ansible_inventory).inventory = json.load(handle)
 
 
+NO_VALUES = ("no expected values: run playbooks/verify.yml (it hands pytest what Ansible resolved for each"
+             " host), or set INFERTUNE_VERIFY_EXPECTED to the reports/verify/expected.json a run wrote")
+
+
 @pytest.fixture(scope="session")
 def resolved():
     path = os.environ.get("INFERTUNE_VERIFY_EXPECTED")
     if not path:
-        return {}
+        pytest.fail(NO_VALUES, pytrace=False)
     with open(path) as handle:
         return json.load(handle)
 
 
 @pytest.fixture(scope="module")
 def want(host, name, resolved):
-    """Expected knob values for this host."""
+    """The values this host was tuned to, as Ansible resolved them in the run."""
+    return values_for(name, host.backend.NAME, resolved)
+
+
+def values_for(name, backend, resolved):
+    """NAME's entry; on the local backend the file's only entry will do (a run with --limit HOST
+    names the host as the inventory does, which need not be its hostname)."""
     if name in resolved:
-        return expected_values({k: v for k, v in resolved[name].items() if v is not None})
-    inventory = host.ansible.get_variables() if host.backend.NAME == "ansible" else {}
-    return expected_values(inventory)
+        return resolved[name]
+    if backend == "local" and len(resolved) == 1:
+        return next(iter(resolved.values()))
+    pytest.fail(f"{name}: no expected values for this host in INFERTUNE_VERIFY_EXPECTED (it has: "
+                f"{', '.join(sorted(resolved)) or 'none'})", pytrace=False)
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,13 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gat
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_acs import apply_acs
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check, cmdline_params
 from labhw import BOOT, REPO, pci_tool
-from verifycheck import load, outcome
+from verifycheck import load, outcome, resolved
 
 from hwmodel import iommu  # noqa: E402
 
 VERIFY = os.path.join(REPO, "tests", "verify")
 sys.path.insert(0, VERIFY)
 import pci_probe  # noqa: E402
-from expected import expected_values  # noqa: E402
 
 TOOL = os.path.join(BOOT, "nvidia-smi")
 CLASSES = ["0x0300", "0x0302"]
@@ -144,7 +143,7 @@ def test_the_verification_judges_the_modelled_fabric(render_host, seed):
     """tests/verify's fabric checks on a rendered seed host, as the lab's verify suite runs them."""
     checks = load("test_pcie_fabric")
     hw = render_host(seed, cmdline=PT)
-    want = expected_values({})
+    want = resolved({})
     memory = smi(hw, "--query-gpu=pci.bus_id,memory.total", "--format=csv,noheader,nounits")[1]
     p2p = lambda: [smi(hw, "topo", "-p2p", m)[1] + "rc=0\n" for m in "rw"]  # noqa: E731
     functions = {f["bdf"]: f for f in pci_probe.probe(str(hw / "sys/bus/pci/devices"))}
