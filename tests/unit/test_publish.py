@@ -171,12 +171,28 @@ PLAY = """- name: Plan
           drain:
             hooks: "{{ infertune_results.drain.hooks | default([]) + ['after_serve'] }}"
       changed_when: false
+    - name: Publish the results of a stage, as the knobs' loop does (roles/infertune/tasks/knobs.yml)
+      infertune.fleet.infertune_publish:
+        results: >-
+          {%- set ns = namespace(out={}) -%}
+          {%- for applied in applied_knobs -%}
+          {%-   set ns.out = ns.out | combine({applied.item: {
+                  'changed': applied.changed, 'before': applied.before, 'after': applied.after,
+                  'applied': not ansible_check_mode}}) -%}
+          {%- endfor -%}
+          {{ ns.out }}
+      vars:
+        applied_knobs:
+          - {item: cpufreq, changed: false, before: performance, after: performance}
+          - {item: sysctl, changed: true, before: {vm.swappiness: "60"}, after: {vm.swappiness: "10"}}
+      changed_when: false
     - name: A later task of the play sees the record
       ansible.builtin.assert:
         that:
           - infertune_reached == 'drain'
           - infertune_results.drain.hooks == ['after_serve']
           - infertune_results.cpufreq.after == 'performance'
+          - infertune_results.sysctl.after['vm.swappiness'] == '10'
 
 - name: Verify
   hosts: gpu_nodes
@@ -216,5 +232,7 @@ def test_a_run_publishes_the_record_stage_by_stage_without_a_change(tmp_path, ch
         assert record["reached"] == "verify"
         assert record["results"] == {
             "kernel_package": {"changed": True, "before": None, "after": "6.8", "applied": not check},
-            "cpufreq": {"changed": True, "before": "balance_power", "after": "performance"},
+            "cpufreq": {"changed": False, "before": "performance", "after": "performance", "applied": not check},
+            "sysctl": {"changed": True, "before": {"vm.swappiness": "60"}, "after": {"vm.swappiness": "10"},
+                       "applied": not check},
             "drain": {"changed": True, "before": "active", "applied": not check, "hooks": ["after_serve"]}}
