@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import publish
 from .host_plan import PENDING_GROUP
 
 # Modules whose changed result means a host knob moved: every catalog knob runs through
@@ -17,11 +18,12 @@ REBOOT_ACTION = "ansible.builtin.reboot"
 # "stopped": the plan sent the host into the rollout, which ended before its batch.
 BAD_RESULTS = ("failed", "unreachable", "stopped")
 # What the playbooks set that the summary reads from set_fact and add_host results: the
-# stage a host reached (the rollout's stages in order; "plan" until the first), the result
-# contract (a drain applied), the rollout's mark of a converged host, the plan's groups.
-STAGES = ("plan", "boot config", "drain", "reboot", "runtime", "sglang", "verify")
-STAGE_FACT = "infertune_reached"
-RESULTS_FACT = "infertune_results"
+# stage a host reached (the rollout's stages in order; "plan" until the first) and the result
+# contract (a drain applied), both published by infertune_publish (add_host's answer), the
+# rollout's mark of a converged host (a set_fact), the plan's groups.
+STAGES = publish.STAGES
+STAGE_FACT = publish.STAGE
+RESULTS_FACT = publish.RESULTS
 CONVERGED_FACT = "rollout_converged"
 
 
@@ -149,7 +151,9 @@ class RunSummary:
         self._batch_hosts.add(host.host)
         res = data.get("res") or {}
         if outcome == "ok":
-            self._progress(host, res)
+            self._progress(host, res.get("ansible_facts") or {})
+            for added in added_hosts(res):
+                self._progress(self.host(str(added["host_name"])), added.get("host_vars") or {})
             self._published(res)
         if outcome == "ok" and res.get("changed"):
             host.changed = True
@@ -169,8 +173,10 @@ class RunSummary:
             self._finished.add(host.host)
 
     @staticmethod
-    def _progress(host: HostSummary, res: dict) -> None:
-        facts = res.get("ansible_facts") or {}
+    def _progress(host: HostSummary, facts: dict) -> None:
+        """What a task set on `host`: facts (set_fact) or host variables (add_host's answer)."""
+        if not isinstance(facts, dict):
+            return
         if facts.get(STAGE_FACT) in STAGES:
             host.stage = facts[STAGE_FACT]
         results = facts.get(RESULTS_FACT)

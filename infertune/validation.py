@@ -36,6 +36,7 @@ import yaml
 from infertune_node import sysctl
 
 from . import COLLECTION
+from . import publish
 from .host_plan import PUBLISHED
 from .report import SUMMARY_PREFIX
 
@@ -938,10 +939,11 @@ ADD_HOST_OPTIONS = frozenset(("name", "host", "hostname", "groups", "group", "gr
 
 @per_root
 def vars_names(root=str(PROJECT)):
-    """The names of the roles' vars/ files and the playbooks' vars files, and the plan's published
-    variables: what a play sees before its first task has set anything."""
+    """The names of the roles' vars/ files and the playbooks' vars files, the plan's published
+    variables and the run's record (infertune_publish): what a play sees before its first task has
+    set anything."""
     base = Path(root)
-    names = set(PUBLISHED)
+    names = set(PUBLISHED) | set(publish.NAMES)
     for path in sorted(base.glob("roles/*/vars/*.yml")) + sorted(base.glob("playbooks/vars/*.yml")):
         data = _safe_yaml(path)
         if isinstance(data, Mapping):

@@ -4,13 +4,15 @@ Prometheus textfile for node_exporter and the drift section of reports/fleet.md.
 Runs on the control node only (run_once, after the read). Each host of the run is read from its
 variables: the plan's reason for a host it could not reach (infertune_unreachable), the plan's stop
 (infertune_failure), the plan (infertune_plan: pending knobs, every enabled knob, the reasons to
-reboot) and, when the run verified, the catalog knobs its verification found off
-(report_verified), which count as pending too. infertune.drift merges that into the state the
-previous run left. The knob catalog is the one this run's Ansible read (infertune_knobs, the engine
-role's vars: the playbook's publish play imports the role), not the file read again.
+reboot) and, when the run verified, the catalog knobs its verification found off (the option
+verified: the verification's answer per host), which count as pending too. infertune.drift merges
+that into the state the previous run left. The knob catalog is the one this run's Ansible read
+(infertune_knobs, the engine role's vars: the playbook's publish play imports the role), not the
+file read again.
 
 Options: dir (reports directory), textfile_dir (node_exporter's textfile directory; empty: no
-textfile), hosts (the run's hosts), fleet (the inventory's hosts, kept in the files). Returns
+textfile), hosts (the run's hosts), fleet (the inventory's hosts, kept in the files), verified
+(infertune_verify's hosts, when the run verified; empty else). Returns
 exit_status (0 no drift, 2 drift, 1 a host of the run not read), hosts (per host of the run:
 checked, error, last_read, pending, reboot_pending), msg; fails when a file cannot be written.
 """
@@ -26,8 +28,9 @@ from ansible_collections.infertune.fleet.infertune.plain import plain
 LOST = "unreachable or failed before its plan was read (the run's output names the task)"
 
 
-def reading(host, facts, catalog):
-    """This run's reading of one host (drift.read_ok or drift.read_failed), from its variables."""
+def reading(host, facts, catalog, verified=None):
+    """This run's reading of one host (drift.read_ok or drift.read_failed), from its variables and
+    its verification (`verified`: infertune_verify's answer for the host, when the run verified)."""
     if "infertune_unreachable" in facts:
         return drift.read_failed("unreachable: " + report.first_line(str(plain(facts["infertune_unreachable"])) or "no answer"))
     if "infertune_failure" in facts:
@@ -38,8 +41,7 @@ def reading(host, facts, catalog):
     results = plan.get("results") or {}
     knobs = [k for k in results if k in catalog]
     pending = {k: results[k].get("differs") or results[k].get("msg") or "pending" for k in plan["pending"] if k in catalog}
-    verified = ((plain(facts.get("report_verified")) or {}).get("hosts") or {}).get(host) or {}
-    for knob in verified.get("failing") or []:
+    for knob in (verified or {}).get("failing") or []:
         if knob in catalog and knob not in pending:
             pending[knob] = "its verification failed"
     return drift.read_ok(knobs, pending, plan.get("reboot_reasons") or [])
@@ -49,7 +51,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True  # writes on the control node only, also under --check
-    _VALID_ARGS = frozenset(("dir", "textfile_dir", "hosts", "fleet"))
+    _VALID_ARGS = frozenset(("dir", "textfile_dir", "hosts", "fleet", "verified"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -58,7 +60,8 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         rows = report.catalog_rows(plain(task_vars.get("infertune_knobs")))
         catalog = {k[0] for k in report.knobs(rows)} - {k[0] for k in report.EXTRA}
-        readings = {h: reading(h, hostvars[h], catalog) for h in options["hosts"]}
+        verified = options.get("verified") or {}
+        readings = {h: reading(h, hostvars[h], catalog, verified.get(h)) for h in options["hosts"]}
         textfile_dir = options.get("textfile_dir") or ""
         if textfile_dir and not os.path.isdir(textfile_dir):
             result.update(failed=True, msg=f"the textfile directory {textfile_dir} does not exist: create it (node_exporter's "

@@ -8,9 +8,9 @@ ended host, but Ansible's rescue does not see an unreachable one.
 
 This callback watches the run: the report's start (infertune_report_start: the report
 directory and hosts, the earlier report already marked as not current), each host's stage
-(infertune_reached), the plan's or the rollout's reason for a failed host (infertune_failure, a
-fact or, from the plan, a host variable its action publishes as add_host does) and the task
-where a host was lost. When the playbook ends without the verify play's report
+(infertune_reached), the plan's or the rollout's reason for a failed host (infertune_failure)
+and the task where a host was lost. The plan's action and infertune_publish set those as host
+variables, answering as add_host does; a fact (set_fact) is read alike. When the playbook ends without the verify play's report
 (infertune_verify), it writes this run's report: a lost host "unreachable in stage runtime:
 <task>: <message>", a failed one with its stage and reason, every other host not verified
 because the run ended first. Nothing is verified then, and no earlier verification is read.

@@ -7,7 +7,7 @@ short_description: Publish what a drift run read, for scripts and Prometheus
 description:
   - Runs on the control node only, once after the read-only plan of C(playbooks/drift.yml) (C(run_once)).
   - Reads each host of the run from its variables (its reachability, the plan's stop, the plan's pending knobs
-    and reboot reasons, and the knobs its verification found off when the run verified) and merges that into
+    and reboot reasons) and, from O(verified), the knobs its verification found off when the run verified, and merges that into
     the state the previous run left, so hosts outside C(--limit) keep their last values and a pending knob keeps
     the time it was first seen.
   - Writes C(drift.json) and the drift section of C(fleet.md) in O(dir), and, when O(textfile_dir) is set, the
@@ -33,6 +33,12 @@ options:
     type: list
     elements: str
     required: true
+  verified:
+    description:
+      - The run's verification per host (M(infertune.fleet.infertune_verify)'s C(hosts)), when the run verified; a
+        host's C(failing) knobs count as pending. Empty when the run did not verify.
+    type: dict
+    default: {}
 author: infertune developers (@infertune)
 """
 

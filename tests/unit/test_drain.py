@@ -228,7 +228,7 @@ def deploy(tmp_path, port, **facts):
 
 def test_the_after_serve_hook_runs_once_a_drained_host_serves_again(tmp_path):
     with StandinSglang() as srv:
-        rc, out, calls = deploy(tmp_path, port_of(srv), sglang_drained=True)
+        rc, out, calls = deploy(tmp_path, port_of(srv), infertune_results={"drain": {"changed": True}})
     assert rc == 0, out[-3000:]
     assert "Wait for /health_generate" in out
     assert [c for c in calls if c.startswith("hook")] == [f"hook add after_serve gpu-x gpu-x:{port_of(srv)}"]
@@ -237,11 +237,11 @@ def test_the_after_serve_hook_runs_once_a_drained_host_serves_again(tmp_path):
 def test_no_after_serve_hook_for_a_host_that_does_not_serve(tmp_path):
     with StandinSglang() as srv:
         port = port_of(srv)
-        rc, out, calls = deploy(tmp_path, port, sglang_drained=True, sglang_service_started=False)
+        rc, out, calls = deploy(tmp_path, port, infertune_results={"drain": {"changed": True}}, sglang_service_started=False)
         assert rc == 0, out[-3000:]
         assert not [c for c in calls if c.startswith("hook")]
     # Drained, but the server never answers its health check: the host fails and stays out.
-    rc, out, calls = deploy(tmp_path, port, sglang_drained=True)
+    rc, out, calls = deploy(tmp_path, port, infertune_results={"drain": {"changed": True}})
     assert rc != 0 and "Wait for /health" in out
     assert not [c for c in calls if c.startswith("hook")]
 

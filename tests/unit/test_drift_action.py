@@ -24,8 +24,8 @@ def test_a_host_read_has_its_catalog_knobs_what_differs_and_why_it_must_reboot()
 
 
 def test_knobs_the_verification_found_off_count_as_pending():
-    verified = {"hosts": {"gpu-1": {"result": "fail", "failing": ["pcie_mrrs", "gpus"]}}}
-    got = action.reading("gpu-1", {"infertune_plan": PLAN, "report_verified": verified}, CATALOG)
+    verified = {"result": "fail", "failing": ["pcie_mrrs", "gpus"]}
+    got = action.reading("gpu-1", {"infertune_plan": PLAN}, CATALOG, verified)
     assert got["pending"] == {"cpufreq": "epp: balance_power -> performance", "pcie_mrrs": "its verification failed"}
 
 

@@ -199,7 +199,7 @@ def templar(tmp_path, **extra):
                   sglang_moe_runner_backend="flashinfer_cutlass", sglang_nccl_environment={"NCCL_P2P_LEVEL": "SYS"},
                   sglang_environment={"NCCL_MIN_NCHANNELS": "8", "HF_HOME": "/cache"},
                   infertune_gpus=[{"name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}] * 8,
-                  ansible_playbook_python=sys.executable, benchmark_host_path={"stdout": "/usr/sbin:/usr/bin"},
+                  ansible_playbook_python=sys.executable, __benchmark_host_path={"stdout": "/usr/sbin:/usr/bin"},
                   **extra)
     return Templar(loader=DataLoader(), variables=trusted(values))
 
@@ -230,18 +230,18 @@ def test_the_first_executable_file_found_is_run_with_sglangs_nccl_settings(tmp_p
     stat = {"results": [{"item": c, "stat": {"exists": True, **on_host[c["path"]]} if c["path"] in on_host
                          else {"exists": False}} for c in candidates]}
     found = render(tmp_path, task("Take the first executable found for each tool")["ansible.builtin.set_fact"]
-                   ["benchmark_tools_found"], benchmark_tool_stat=stat)
+                   ["__benchmark_tools_found"], __benchmark_tool_stat=stat)
     assert found == {"p2p": "/usr/local/cuda/extras/demo_suite/p2pBandwidthLatencyTest",
                      "all_reduce": "/usr/local/bin/all_reduce_perf"}
     # What a link points to is judged, not the link.
     assert task("Look for the interconnect tools on the host")["ansible.builtin.stat"]["follow"] is True
     run = task("Measure the interconnect with the tools found")
-    argv = render(tmp_path, run["ansible.builtin.command"]["argv"], benchmark_tools_found=found, item="all_reduce")
+    argv = render(tmp_path, run["ansible.builtin.command"]["argv"], __benchmark_tools_found=found, item="all_reduce")
     assert argv == ["timeout", "--kill-after=30", "600", "/usr/local/bin/all_reduce_perf",
                     "-b", "8", "-e", "256M", "-f", "2", "-g", "8"]
     assert render(tmp_path, run["environment"]) == {"NCCL_P2P_LEVEL": "SYS", "NCCL_MIN_NCHANNELS": "8"}
     assert render(tmp_path, run["timeout"]) == 660
-    argv = render(tmp_path, run["ansible.builtin.command"]["argv"], benchmark_tools_found=found, item="all_reduce",
+    argv = render(tmp_path, run["ansible.builtin.command"]["argv"], __benchmark_tools_found=found, item="all_reduce",
                   benchmark_all_reduce_args=["-b", "1M", "-e", "1G", "-g", "4"])
     assert argv[4:] == ["-b", "1M", "-e", "1G", "-g", "4"]
 
@@ -256,8 +256,8 @@ def test_the_recorded_runs_reach_the_host_report(tmp_path):
     runs = {"results": [{"item": "p2p", "rc": 124, "stderr_lines": ["a", "b", "c", "d"]},
                         {"item": "all_reduce", "rc": 0, "stderr_lines": []}]}
     argv = render(tmp_path, task("Write the interconnect measurement into the host report")
-                  ["ansible.builtin.command"]["argv"], benchmark_interconnect_runs=runs,
-                  benchmark_tools_found={"p2p": "/x/p2p", "all_reduce": "/x/ar"})
+                  ["ansible.builtin.command"]["argv"], __benchmark_interconnect_runs=runs,
+                  __benchmark_tools_found={"p2p": "/x/p2p", "all_reduce": "/x/ar"})
     assert argv[argv.index("--p2p-failed") + 1] == "exit status 124, timed out after 600 s: b / c / d"
     subprocess.run(argv, cwd=REPO, check=True, capture_output=True)
     saved = json.loads((tmp_path / "hosts" / "gpu-01.json").read_text())["interconnect"]
@@ -266,8 +266,8 @@ def test_the_recorded_runs_reach_the_host_report(tmp_path):
     # A run the task timeout ended has no exit status; a tool not found is recorded as such.
     argv = render(tmp_path, task("Write the interconnect measurement into the host report")
                   ["ansible.builtin.command"]["argv"],
-                  benchmark_interconnect_runs={"results": [{"item": "all_reduce", "failed": True,
+                  __benchmark_interconnect_runs={"results": [{"item": "all_reduce", "failed": True,
                                                             "msg": "Task failed: timed out"}]},
-                  benchmark_tools_found={"all_reduce": "/x/ar"})
+                  __benchmark_tools_found={"all_reduce": "/x/ar"})
     assert argv[5:] == ["--not-installed", "p2p", "--all-reduce", str(results / "all_reduce.txt"),
                         "--all-reduce-failed", "Task failed: timed out"]

@@ -16,8 +16,8 @@ from infertune import report
 REPO = Path(__file__).resolve().parents[2]
 
 # gpu-b's reason to stop, as the plan publishes it (a host variable its action returns as add_host
-# does: publish_plan below stands in for it), as add_host itself does, and as the rollout's
-# rescue does (a fact).
+# does: publish_plan below stands in for it), as add_host itself does, as the rollout's rescue
+# does (infertune_publish) and as a fact.
 BY_PLAN = """    - name: The plan's reason
       publish_plan:
       changed_when: false
@@ -42,6 +42,15 @@ BY_ADD_HOST = """    - name: The plan's reason
         infertune_check_mode: false
       loop: "{{ ansible_play_hosts }}"
       run_once: true
+"""
+BY_PUBLISH = """    - name: The rescue's reason
+      infertune.fleet.infertune_publish:
+        failure: "gpu-b: GPU gate: 0 GPUs"
+      changed_when: false
+      when: inventory_hostname == 'gpu-b'
+    - name: Not in check mode
+      ansible.builtin.set_fact:
+        infertune_check_mode: false
 """
 BY_SET_FACT = """    - name: The plan's reason
       ansible.builtin.set_fact:
@@ -72,8 +81,9 @@ PLAY = """- name: Plan
   serial: 1
   tasks:
     - name: Record the runtime stage
-      ansible.builtin.set_fact:
-        infertune_reached: runtime
+      infertune.fleet.infertune_publish:
+        reached: runtime
+      changed_when: false
     - name: Apply the runtime knobs
       ansible.builtin.ping:
       vars:
@@ -118,7 +128,8 @@ def run_lost_batch(tmp_path, reason=BY_PLAN, **env):
     return reports, proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("reason", [BY_PLAN, BY_ADD_HOST, BY_SET_FACT], ids=["plan", "add_host", "rescue-set_fact"])
+@pytest.mark.parametrize("reason", [BY_PLAN, BY_ADD_HOST, BY_PUBLISH, BY_SET_FACT],
+                         ids=["plan", "add_host", "rescue-publish", "set_fact"])
 def test_a_batch_lost_mid_stage_still_ends_with_this_runs_report(tmp_path, reason):
     reports, rc, out = run_lost_batch(tmp_path, reason)
     # Ansible ended the playbook after the lost batch: no verify play.

@@ -145,8 +145,14 @@ def fact(host, **facts):
     return result("ok", host, task="Record", action="ansible.builtin.set_fact", res={"ansible_facts": facts})
 
 
+def record(host, **values):
+    """A publication into the run's record (infertune_publish answers as add_host does)."""
+    return result("ok", host, task="Record", action="infertune.fleet.infertune_publish",
+                  res={"changed": False, "add_host": {"host_name": host, "groups": [], "host_vars": values}})
+
+
 def drained(host, applied=True):
-    return fact(host, infertune_results={"drain": {"changed": True, "applied": applied, "after": "stopped"}})
+    return record(host, infertune_results={"drain": {"changed": True, "applied": applied, "after": "stopped"}})
 
 
 def published(groups):
@@ -162,11 +168,11 @@ def published(groups):
 def test_a_host_lost_in_its_reboot_names_the_stage_and_that_it_was_drained():
     summary = fold([play_start("Plan"), *published({"a": "infertune_pending", "b": "infertune_pending"}),
                     play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
-                    fact("a", infertune_reached="boot config"), fact("a", infertune_reached="drain"), drained("a"),
-                    fact("a", infertune_reached="reboot"),
+                    record("a", infertune_reached="boot config"), record("a", infertune_reached="drain"), drained("a"),
+                    record("a", infertune_reached="reboot"),
                     result("unreachable", "a", task="Reboot the host into the target kernel and command line",
                            action="ansible.builtin.reboot", res={"msg": "Timed out waiting for the host\nmore"}),
-                    fact("b", infertune_reached="boot config"), fact("b", infertune_reached="drain"),
+                    record("b", infertune_reached="boot config"), record("b", infertune_reached="drain"),
                     result("failed", "b", task="Stop unless the in-flight requests could be counted",
                            res={"msg": "host b: cannot count sglang's in-flight requests"}),
                     stats(processed={"a": 1, "b": 1}, dark={"a": 1}, failures={"b": 1})])
@@ -178,8 +184,15 @@ def test_a_host_lost_in_its_reboot_names_the_stage_and_that_it_was_drained():
     assert rows["b"]["failure_reason"].endswith("cannot count sglang's in-flight requests")
 
 
+def test_a_stage_set_as_a_fact_still_counts():
+    """Facts (a set_fact's) and host variables (infertune_publish's) are read alike."""
+    summary = fold([fact("a", infertune_reached="runtime"), fact("a", infertune_results={"drain": {"changed": True,
+                                                                                              "applied": True}})])
+    assert (by_host(summary)["a"]["stage"], by_host(summary)["a"]["drained"]) == ("runtime", True)
+
+
 def test_a_check_run_never_counts_a_drain():
-    summary = fold([fact("a", infertune_reached="drain"), drained("a", applied=False)])
+    summary = fold([record("a", infertune_reached="drain"), drained("a", applied=False)])
     assert by_host(summary)["a"]["drained"] is False
 
 
@@ -187,8 +200,8 @@ def test_a_pending_host_the_rollout_stopped_before_did_not_converge():
     summary = fold([play_start("Plan"), *published({"a": "infertune_pending", "b": "infertune_pending",
                                "c": "infertune_converged"}),
                     play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
-                    fact("a", infertune_reached="sglang"), fact("a", rollout_converged=True),
-                    fact("a", infertune_reached="verify"), fact("c", infertune_reached="verify"),
+                    record("a", infertune_reached="sglang"), fact("a", rollout_converged=True),
+                    record("a", infertune_reached="verify"), record("c", infertune_reached="verify"),
                     stats(processed={"a": 1, "b": 1, "c": 1}, ok={"a": 5, "b": 2, "c": 2}, failures={}, dark={})])
     rows = by_host(summary)
     assert (rows["a"]["result"], rows["a"]["stage"]) == ("ok", "verify")
@@ -415,12 +428,12 @@ def test_an_installed_collection_runs_from_an_empty_directory(tmp_path, monkeypa
 
 
 def test_every_stage_the_playbooks_record_is_one_the_summary_knows():
-    from infertune.summary import STAGES, STAGE_FACT
+    from infertune.summary import STAGES
     recorded = set()
     for path in (Path(__file__).resolve().parents[2] / "roles").glob("*/tasks/*.yml"):
         for task in yaml.safe_load(path.read_text()) or []:
             for block in [task] + task.get("block", []) + task.get("rescue", []):
-                value = (block.get("ansible.builtin.set_fact") or {}).get(STAGE_FACT)
+                value = (block.get("infertune.fleet.infertune_publish") or {}).get("reached")
                 if value:
                     recorded.add(value)
     # "plan" is what a host reached before any mark.

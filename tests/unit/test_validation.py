@@ -300,9 +300,10 @@ def test_typo_suggests_the_declared_name():
 
 def test_unknown_prefixed_names_but_not_internal_ones_or_other_prefixes():
     lines = validation.report({"sglang_tpp": 8, "rollout_canary": 2, "sglang_argv": [], "kernel_reboot_reasons": [],
-                               "infertune_plan": {}, "gpu_gate_gpus": {}, "my_own_var": 1, "ansible_host": "x",
-                               # Host variables the plan's action publishes.
-                               "infertune_unreachable": "x", "infertune_gpus": []})
+                               "infertune_plan": {}, "tuning_persistence_shared_files": [], "my_own_var": 1,
+                               "ansible_host": "x",
+                               # Host variables the plan's action and infertune_publish publish.
+                               "infertune_unreachable": "x", "infertune_gpus": [], "infertune_reached": "drain"})
     assert lines == ["rollout_canary: no role declares this variable; did you mean rollout_canary_count?",
                      "sglang_tpp: no role declares this variable; did you mean sglang_tp?"]
     assert validation.report({"sglang_tpp": 8}, check_unknown=False) == []
@@ -327,7 +328,7 @@ def test_the_task_files_are_read_only_for_a_name_the_vars_files_do_not_explain(m
     assert validation.report({"sglang_argv": [], "infertune_knobs": [], "infertune_selected_knobs": [], "infertune_plan": {},
                               "sglang_port": 30000, "my_own_var": 1}) == []
     with pytest.raises(AssertionError, match="the task files were read"):
-        validation.report({"gpu_gate_gpus": {}})
+        validation.report({"tuning_persistence_shared_files": []})
 
 
 def test_roles_option_limits_the_check():
