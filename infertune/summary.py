@@ -15,6 +15,8 @@ from .host_plan import PENDING_GROUP
 # package through apt. Actions resolve to their FQCN.
 KNOB_ACTIONS = frozenset({"infertune.fleet.knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
+# The verification (run once for the fleet) answers which hosts it verified: they reached it.
+VERIFY_ACTION = "infertune.fleet.infertune_verify"
 # "stopped": the plan sent the host into the rollout, which ended before its batch.
 BAD_RESULTS = ("failed", "unreachable", "stopped")
 # What the playbooks set that the summary reads from set_fact and add_host results: the
@@ -155,6 +157,9 @@ class RunSummary:
             for added in added_hosts(res):
                 self._progress(self.host(str(added["host_name"])), added.get("host_vars") or {})
             self._published(res)
+            if _action(data) == VERIFY_ACTION:
+                for name in res.get("verified") or []:
+                    self.host(str(name)).stage = STAGES[-1]
         if outcome == "ok" and res.get("changed"):
             host.changed = True
             action = _action(data)

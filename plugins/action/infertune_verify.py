@@ -15,11 +15,15 @@ knob catalog's rows from this run's (infertune_knobs) rather than reading the fi
 
 Options: dir (reports directory), hosts (every host of the run), fleet (every host of the
 inventory group, for the targets file), tests (verification tests; empty: all), roles (role
-names), connection and secrets (variable names). Returns rc, stdout, stdout_lines and hosts: per host
-its result (pass, fail, not verified), off, the details of its checks that failed or broke, and
-failing, the knobs they belong to; summary, the run's summary (fleet.json's run_summary) and
-summary_key, the set_stats key it is published under (with awx_job_id under AWX, else a run id);
-fails when the verification itself broke (not when a knob is off: the report says so).
+names), connection and secrets (variable names), enforce (fail the hosts whose knobs are off).
+Returns rc, stdout, stdout_lines and hosts: per host its result (pass, fail, not verified), off,
+the details of its checks that failed or broke, and failing, the knobs they belong to; verified,
+the hosts it verified (they reached the verify stage); fail, {host: reason} for each host of the
+play to fail (ended by the plan or the rollout; with enforce, its knobs off), which one play
+fails by name instead of an assert on every host; summary, the run's summary (fleet.json's
+run_summary) and summary_key, the set_stats key it is published under (with awx_job_id under
+AWX, else a run id); fails when the verification itself broke (not when a knob is off: the
+report says so).
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ import subprocess
 import sys
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
 
@@ -50,7 +55,9 @@ def entry(host, facts, play_hosts, options, check_mode):
         "check_mode": plain(facts.get("infertune_check_mode", check_mode)),
         "address": plain(facts.get("ansible_host", host)),
         "connection": None if any(n in facts for n in options["secrets"]) else {n: plain(facts[n]) for n in given},
-        "rollout": {"stage": plain(facts.get("infertune_reached", "plan")), "drained": "drain" in applied,
+        # A host verified now reached the verification; the others keep the stage they reached.
+        "rollout": {"stage": "verify" if host in play_hosts and not reason else plain(facts.get("infertune_reached", "plan")),
+                    "drained": "drain" in applied,
                     "rebooted": "reboot" in applied, "failure": plain(facts.get("infertune_failure", "")),
                     "stopped": plain(facts.get("rollout_stopped", "")),
                     # Out of the play (failed or unreachable earlier) without a reason of ours.
@@ -113,6 +120,24 @@ def child_env(task_vars, environ):
     return env
 
 
+def failures(run, views, play_hosts, enforce, directory, outcomes):
+    """{host: why it fails}: each host of the play that the plan or the rollout ended (its stage and
+    reason), and with enforce each host verified whose knobs are off (the checks that failed or
+    broke); a host left out by a stopped rollout is not failed here. In play order."""
+    where = "fleet report: %s" % os.path.join(directory, "fleet.md")
+    out = {}
+    for host in play_hosts:
+        if host not in run:
+            continue
+        view = views[host]
+        if "infertune_failure" in view:
+            out[host] = "%s: did not converge (stage %s): %s; %s" % (
+                host, plain(view.get("infertune_reached", "plan")), plain(view["infertune_failure"]), where)
+        elif enforce and "rollout_stopped" not in view and outcomes[host]["result"] != "pass":
+            out[host] = "; ".join(outcomes[host]["off"] + [where])
+    return out
+
+
 def outcome(host_report):
     """A host's result in the fleet report, the details of its checks that failed or broke and
     the knobs (report rows) they belong to."""
@@ -125,7 +150,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
-    _VALID_ARGS = frozenset(("dir", "hosts", "fleet", "tests", "roles", "connection", "secrets"))
+    _VALID_ARGS = frozenset(("dir", "hosts", "fleet", "tests", "roles", "connection", "secrets", "enforce"))
 
     def resolved(self, task_vars, hosts):
         """{host: Resolved}: each host's variables as a task of this play sees them."""
@@ -141,10 +166,14 @@ class ActionModule(ActionBase):
             options["expected"] = inputs(validation.load_specs(COLLECTION), options["roles"])
         except ValueError as exc:
             return dict(result, failed=True, msg="roles: %s" % exc)
+        try:
+            enforce = boolean(options.get("enforce", True), strict=True)
+        except TypeError as exc:
+            return dict(result, failed=True, msg="enforce: %s" % exc)
         play_hosts = list(task_vars.get("ansible_play_hosts", []))
         check_mode = bool(task_vars.get("ansible_check_mode", False))
-        run = {host: entry(host, view, play_hosts, options, check_mode)
-               for host, view in self.resolved(task_vars, options["hosts"]).items()}
+        views = self.resolved(task_vars, options["hosts"])
+        run = {host: entry(host, view, play_hosts, options, check_mode) for host, view in views.items()}
         argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
                 "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"]),
                 "--catalog", json.dumps(report.catalog_rows(plain(task_vars.get("infertune_knobs"))))]
@@ -159,6 +188,8 @@ class ActionModule(ActionBase):
         with open(os.path.join(options["dir"], "fleet.json")) as handle:
             fleet = json.load(handle)
         result["hosts"] = {host: outcome(entry) for host, entry in fleet["hosts"].items()}
+        result["verified"] = [host for host, entry in run.items() if entry["verify"]]
+        result["fail"] = failures(run, views, play_hosts, enforce, options["dir"], result["hosts"])
         result["summary"] = fleet["run_summary"]
         result["summary_key"] = report.summary_key(task_vars.get("awx_job_id", task_vars.get("tower_job_id")))
         return result

@@ -51,6 +51,11 @@ options:
     type: list
     elements: str
     required: true
+  enforce:
+    description: Name the hosts whose knobs are off in RV(fail), besides those the plan or the rollout ended
+      (C(report_enforce); false under C(--check), where nothing was applied).
+    type: bool
+    default: true
 author: infertune developers (@infertune)
 """
 
@@ -84,6 +89,16 @@ stdout_lines:
 hosts:
   description: Per host, its C(result) (pass, fail, not verified), C(off), the details of its checks that
     failed or broke, and C(failing), the knobs they belong to.
+  returned: success
+  type: dict
+verified:
+  description: The hosts it verified; they reached the verify stage.
+  returned: success
+  type: list
+  elements: str
+fail:
+  description: Per host of the play to fail, why; those the plan or the rollout ended (stage and reason) and,
+    with O(enforce), those whose knobs are off (the checks that failed or broke). A later play fails them by name.
   returned: success
   type: dict
 summary:

@@ -436,5 +436,17 @@ def test_every_stage_the_playbooks_record_is_one_the_summary_knows():
                 value = (block.get("infertune.fleet.infertune_publish") or {}).get("reached")
                 if value:
                     recorded.add(value)
-    # "plan" is what a host reached before any mark.
-    assert recorded == set(STAGES) - {"plan"}
+    # "plan" is what a host reached before any mark; "verify" is the verification's answer (verified).
+    assert recorded == set(STAGES) - {"plan", "verify"}
+
+
+def test_the_hosts_the_verification_verified_reached_the_verify_stage():
+    """The verification (one task for the fleet) answers which hosts it verified: no task per host
+    records the stage any more. A host it did not verify keeps the stage it reached."""
+    summary = fold([play_start("Plan"), *published({"a": None, "b": None}),
+                    record("b", infertune_reached="drain"),
+                    play_start("Verify", uuid="0242ac11-0001-aaaa-bbbb-000000000099"),
+                    result("ok", "a", task="Verify every host and write the fleet report",
+                           action="infertune.fleet.infertune_verify", res={"verified": ["a"], "fail": {}})])
+    rows = by_host(summary)
+    assert (rows["a"]["stage"], rows["b"]["stage"]) == ("verify", "drain")

@@ -64,3 +64,34 @@ def test_the_verification_reads_the_configuration_and_inventory_of_the_run():
     assert (env["ANSIBLE_CONFIG"], env["ANSIBLE_INVENTORY"], env["HOME"]) == ("/proj/ansible.cfg", "/inv/a,/inv/b", "/root")
     assert env["PATH"].endswith(os.pathsep + "/usr/bin")
     assert "ANSIBLE_CONFIG" not in action.child_env({"ansible_config_file": None}, {"PATH": "/usr/bin"})
+
+
+def outcomes(**results):
+    return {host: {"result": result, "off": [f"{host}: EPP: expected performance, found powersave"]
+                   if result == "fail" else [], "failing": []} for host, result in results.items()}
+
+
+def test_the_hosts_to_fail_are_named_with_their_reason_in_play_order():
+    views = {"a": {"infertune_failure": "Stop: cannot count", "infertune_reached": "drain"}, "b": {},
+             "c": {"rollout_stopped": "stopped"}, "d": {}, "e": {}}
+    run = {h: {} for h in views}
+    found = action.failures(run, views, ["e", "a", "b", "c"], True, "reports", outcomes(a="fail", b="pass", c="not verified",
+                                                                                   d="fail", e="fail"))
+    # e: knobs off; a: ended by the rollout, with its stage; b passed; c was left out by the stopped
+    # rollout; d is out of the play (failed or unreachable earlier: Ansible already failed it).
+    assert found == {"e": "e: EPP: expected performance, found powersave; fleet report: reports/fleet.md",
+                     "a": "a: did not converge (stage drain): Stop: cannot count; fleet report: reports/fleet.md"}
+    assert list(found) == ["e", "a"]
+    # Under --check (enforce false) a host whose knobs are off is reported, not failed.
+    assert action.failures(run, views, ["e", "a"], False, "reports", outcomes(a="fail", e="fail")) == {
+        "a": "a: did not converge (stage drain): Stop: cannot count; fleet report: reports/fleet.md"}
+    # A host that reached no stage failed in its plan.
+    assert action.failures({"f": {}}, {"f": {"infertune_failure": "GPU gate"}}, ["f"], True, "r",
+                           outcomes(f="fail"))["f"].startswith("f: did not converge (stage plan): GPU gate")
+
+
+def test_a_verified_host_reached_the_verify_stage():
+    # No task records the stage on each host: the verification is where it got to.
+    assert action.entry("g", {"infertune_reached": "sglang"}, ["g"], OPTIONS, False)["rollout"]["stage"] == "verify"
+    assert action.entry("h", {"infertune_reached": "drain", "infertune_failure": "x"}, ["h"], OPTIONS,
+                        False)["rollout"]["stage"] == "drain"
