@@ -613,9 +613,14 @@ def make_rule(spec, where="rule"):
 
 @per_root
 def rules(root=str(PROJECT)):
-    """{variable: [Rule]}: RULES and every catalog entry's rules; ValueError for a variable whose
-    rules live in two places."""
-    catalog = _load_yaml(Path(root) / CATALOG)["infertune_knobs"]
+    """{variable: [Rule]}: RULES and every entry's rules of the catalog file; ValueError for a
+    variable whose rules live in two places."""
+    return catalog_rules(_load_yaml(Path(root) / CATALOG)["infertune_knobs"])
+
+
+def catalog_rules(catalog):
+    """rules() for a catalog already read: the run's (infertune_knobs as Ansible read it), so that
+    the input check does not read the catalog file again in every worker."""
     result = dict(RULES)
     for entry in catalog:
         for name, specs in (entry.get("rules") or {}).items():
@@ -1024,11 +1029,12 @@ RETIRED = {
 }
 
 
-def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
+def validate(variables, roles=None, check_unknown=True, root=str(PROJECT), catalog=None):
     """Problems of the given variables (a mapping name -> value, already templated).
 
     roles: names of the roles (and "rollout") whose variables are checked; None = all.
     check_unknown: also report variables with one of those roles' prefixes that nobody declares.
+    catalog: the knob catalog's entries as the run read them (their rules); None reads the file.
     Variables not given are not checked (their defaults are tested to pass).
     """
     problems = []
@@ -1040,7 +1046,7 @@ def validate(variables, roles=None, check_unknown=True, root=str(PROJECT)):
         problems.append(Problem("roles", "no such role (known: %s)" % ", ".join(sorted(specs)), "roles", role))
     chosen = [r for r in specs if roles is None or r in roles]
     try:
-        known_rules = rules(root)
+        known_rules = rules(root) if catalog is None else catalog_rules(catalog)
     except ValueError as exc:  # a catalog entry's rules that cannot be built: nothing is checked
         return problems + [Problem("infertune_knobs", str(exc))]
     converted = {}

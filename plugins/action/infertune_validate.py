@@ -97,7 +97,10 @@ class ActionModule(ActionBase):
         for name in task_vars:
             if isinstance(name, str) and name not in values and name not in declared and name not in facts:
                 values[name] = None
-        lines += validation.report(values, host=host, roles=roles, check_unknown=unknown)
+        # The catalog's rules as this run's Ansible read them (the engine role's vars), where the
+        # play has them: no second reading of the file in every worker.
+        lines += validation.report(values, host=host, roles=roles, check_unknown=unknown,
+                                   catalog=plain(task_vars.get("infertune_knobs")))
         if rollout and not self._task.check_mode:
             lines += self._slice(task_vars, values, host)
         lines += self._control_node(task_vars, host)

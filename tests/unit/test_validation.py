@@ -535,3 +535,30 @@ def test_hostile_input_doc_is_current():
 
 if __name__ == "__main__":
     HOSTILE_DOC.write_text(hostile_doc())
+
+
+# ---------------------------------------------------------------------------- the run's catalog
+
+# A catalog whose sysctl entry asks more than the shipped one: its file must end in .cfg.
+STRICTER = [{"name": "sysctl", "rules": {"sysctl_file": [{"file_suffix": [".cfg"]}]}}]
+
+
+def test_the_rules_come_from_the_catalog_the_run_read():
+    """One reading of the catalog per run: the input check takes the rules from the catalog
+    Ansible read (infertune_knobs) where the play has it, the file only where it has not."""
+    values = {"sysctl_file": "/etc/sysctl.d/60-infertune-numa.conf"}
+    assert validation.validate(values) == []
+    found = validation.validate(values, catalog=STRICTER)
+    assert [p.variable for p in found] == ["sysctl_file"]
+    # Its other entries' rules are the run's catalog's too: none here.
+    assert validation.validate({"kernel_package": "Bad Name!"}, roles=["kernel"], catalog=STRICTER) == []
+    assert validation.validate({"kernel_package": "Bad Name!"}, roles=["kernel"]) != []
+
+
+def test_action_plugin_checks_against_the_plays_catalog(tmp_path):
+    catalog = tmp_path / "catalog.yml"
+    catalog.write_text(json.dumps({"infertune_knobs": STRICTER}))
+    refused = run_playbook(tmp_path, "-e", f"@{catalog}", "-e", "sysctl_file=/etc/sysctl.d/60-infertune-numa.conf")
+    assert refused.returncode != 0
+    assert "host gpu-07: sysctl_file: " in refused.stdout, refused.stdout[-2000:]
+    assert run_playbook(tmp_path, "-e", "sysctl_file=/etc/sysctl.d/60-infertune-numa.conf").returncode == 0
