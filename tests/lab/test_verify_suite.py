@@ -27,14 +27,19 @@ UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_go
 UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
 
 
-def verify(hosts, junit):
-    """Run the suite as an operator would; return report.read_junit's {host: {test: outcome}}."""
+EXPECTED = ROOT / "reports" / "verify" / "expected.json"
+
+
+def verify(hosts, junit, expected):
+    """Run the suite by hand as an operator would, against the values a run resolved (a copy of
+    its reports/verify/expected.json); return report.read_junit's {host: {test: outcome}}."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
          "--hosts=" + ",".join("ansible://" + h for h in hosts), "--ansible-inventory=inventory/lab",
          f"--junitxml={junit}"],
         # testinfra's ansible backend calls ansible-inventory from the venv.
-        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+                 INFERTUNE_VERIFY_EXPECTED=str(expected)),
         cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-2000:]
     return report.read_junit([junit])
@@ -46,8 +51,27 @@ def hosts(lab):
     return lab.healthy_hosts()
 
 
+def resolved(tmp_path, name):
+    """The values the last run resolved, kept: a later run rewrites reports/verify."""
+    copy = tmp_path / name
+    copy.write_text(EXPECTED.read_text())
+    return copy
+
+
+def test_by_hand_without_a_runs_values_the_suite_stops_and_says_why(hosts, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
+                           f"--hosts=ansible://{hosts[0]}", "--ansible-inventory=inventory/lab"],
+                          env={k: v for k, v in os.environ.items() if k != "INFERTUNE_VERIFY_EXPECTED"},
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode not in (0, 5)
+    assert "no expected values: run playbooks/verify.yml" in proc.stdout + proc.stderr
+
+
 def test_untuned_hosts_fail_on_exactly_the_knobs_that_are_off(hosts, tmp_path):
-    results = verify(hosts, tmp_path / "untuned.xml")
+    # The values come from a run: verify.yml under --check resolves them (and fails no host).
+    rc, out = playbook("playbooks/verify.yml", "--check", "--limit", ",".join(hosts))
+    assert rc == 0, out[-4000:]
+    results = verify(hosts, tmp_path / "untuned.xml", resolved(tmp_path, "untuned.json"))
     for host in hosts:
         outcome = results[host]
         assert {t for t, r in outcome.items() if r["status"] == "fail"} == UNTUNED_OFF, (host, outcome)
@@ -75,5 +99,5 @@ def test_converged_host_passes_and_the_report_shows_both(hosts, tmp_path):
     assert fleet["hosts"][tuned]["knobs"]["sysctl"]["changed"]
     assert set(fleet["hosts"][untuned]["failing"]) >= {"boot_kernel", "pcie_mrrs", "sysctl", "cpuidle"}
 
-    results = verify([tuned], tmp_path / "tuned.xml")[tuned]
+    results = verify([tuned], tmp_path / "tuned.xml", resolved(tmp_path, "tuned.json"))[tuned]
     assert {t: r["status"] for t, r in results.items() if r["status"] != "pass"} == {}
