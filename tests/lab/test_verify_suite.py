@@ -61,7 +61,8 @@ def resolved(tmp_path, name):
 def test_by_hand_without_a_runs_values_the_suite_stops_and_says_why(hosts, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
                            f"--hosts=ansible://{hosts[0]}", "--ansible-inventory=inventory/lab"],
-                          env={k: v for k, v in os.environ.items() if k != "INFERTUNE_VERIFY_EXPECTED"},
+                          env=dict({k: v for k, v in os.environ.items() if k != "INFERTUNE_VERIFY_EXPECTED"},
+                                   PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
                           cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode not in (0, 5)
     assert "no expected values: run playbooks/verify.yml" in proc.stdout + proc.stderr
