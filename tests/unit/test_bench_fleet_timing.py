@@ -120,3 +120,12 @@ def test_strategy_env_names_mitogens_plugins_or_says_how_to_install_it(tmp_path)
     (plugins / "mitogen_linear.py").write_text("")
     assert fleet_timing.strategy_env("mitogen_linear", tmp_path) == {
         "ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
+
+
+def test_a_verify_run_reached_the_hosts_it_verified():
+    """verify.yml runs no task per host: its stats list the run-once host alone."""
+    verify = {"stats": {"h1": {"unreachable": 0}},
+              "plays": [{"tasks": [{"hosts": {"h1": {"verified": ["h1", "h2", "h3"], "changed": False}}}]}]}
+    assert fleet_timing.reached_hosts(verify) == 3
+    plan = {"stats": {"h1": {"unreachable": 0}, "h2": {"unreachable": 1}}, "plays": [{"tasks": [{"hosts": {"h1": {}}}]}]}
+    assert fleet_timing.reached_hosts(plan) == 1
