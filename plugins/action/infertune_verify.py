@@ -48,17 +48,17 @@ def entry(host, facts, play_hosts, options, check_mode):
     applied = [k for k, v in (results or {}).items() if isinstance(v, dict) and v.get("applied") and v.get("changed")]
     given = [n for n in options["connection"] if n in facts]
     reason = "infertune_failure" in facts or "rollout_stopped" in facts
+    verify = host in play_hosts and not reason
     return {
-        "verify": host in play_hosts and not reason,
+        "verify": verify,
         "expected": {n: plain(facts[n]) for n in options["expected"] if n in facts},
         "results": results,
         "check_mode": plain(facts.get("infertune_check_mode", check_mode)),
         "address": plain(facts.get("ansible_host", host)),
         "connection": None if any(n in facts for n in options["secrets"]) else {n: plain(facts[n]) for n in given},
         # A host verified now reached the verification; the others keep the stage they reached.
-        "rollout": {"stage": "verify" if host in play_hosts and not reason else plain(facts.get("infertune_reached", "plan")),
-                    "drained": "drain" in applied,
-                    "rebooted": "reboot" in applied, "failure": plain(facts.get("infertune_failure", "")),
+        "rollout": {"stage": "verify" if verify else plain(facts.get("infertune_reached", "plan")),
+                    "drained": "drain" in applied, "rebooted": "reboot" in applied, "failure": plain(facts.get("infertune_failure", "")),
                     "stopped": plain(facts.get("rollout_stopped", "")),
                     # Out of the play (failed or unreachable earlier) without a reason of ours.
                     "lost": host not in play_hosts and not reason},
