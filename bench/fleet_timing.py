@@ -18,8 +18,11 @@ bench/callback_plugins/play_cpu.py. Per-host figures divide by the hosts that an
 
 --strategy mitogen_linear times the playbooks under Mitogen for Ansible (docs/mitogen.md; not a
 dependency: install it where --mitogen points, by default the venv); the `setup` baseline stays
-Ansible's own linear round. The JSON keeps one entry per fleet size and strategy; a run for one
-strategy keeps the other's entries.
+Ansible's own linear round, and so does the converge from fresh hosts (Mitogen's broker exits at
+the rollout's wait_for_connection, docs/mitogen.md; the entry says converge_strategy): what is
+timed under Mitogen is what a converged fleet costs, the no-op, --check, verify and drift runs.
+The JSON keeps one entry per fleet size and strategy; a run for one strategy keeps the other's
+entries.
 
     .venv/bin/python bench/fleet_timing.py [--hosts 8,32,64] [--strategy linear|mitogen_linear]
         [--out bench/results/fleet_timing.json]
@@ -157,16 +160,17 @@ def play_cpu(marks):
 STRATEGY_ENV = {}  # strategy_env() of --strategy, for the playbook runs (not the setup round)
 
 
-def timing_env(cpu_file):
+def timing_env(cpu_file, strategy=True):
     """The environment of a timed run: the json stdout callback, and play_cpu beside the callbacks
-    ansible.cfg enables (the variable replaces that list, so the fleet report's callback stays on)."""
+    ansible.cfg enables (the variable replaces that list, so the fleet report's callback stays on);
+    --strategy's variables unless strategy is false (Ansible's own linear)."""
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "ansible.cfg")
     enabled = os.environ.get("ANSIBLE_CALLBACKS_ENABLED", cfg.get("defaults", "callbacks_enabled", fallback=""))
     return dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                 ANSIBLE_CALLBACK_PLUGINS=str(CALLBACK_DIR),
                 ANSIBLE_CALLBACKS_ENABLED=",".join(n for n in [*enabled.split(","), PLAY_CPU] if n.strip()),
-                INFERTUNE_BENCH_PLAY_CPU=str(cpu_file), **STRATEGY_ENV)
+                INFERTUNE_BENCH_PLAY_CPU=str(cpu_file), **(STRATEGY_ENV if strategy else {}))
 
 
 def per_host(figures, hosts):
@@ -183,12 +187,12 @@ def reached_hosts(result):
     return max([reached] + [len(v) for v in verified])
 
 
-def run(hosts, playbook_file="site.yml", *args):
+def run(hosts, playbook_file="site.yml", *args, strategy=True):
     """Run a playbook with the json callback and play_cpu: seconds and CPU seconds, in all and per
-    phase, batches, tasks, changes."""
+    phase, batches, tasks, changes; under --strategy unless strategy is false."""
     with tempfile.TemporaryDirectory(prefix="infertune-bench-") as tmp:
         cpu_file = Path(tmp) / "play_cpu.json"
-        proc, seconds, cpu = timed([str(BIN / "ansible-playbook"), playbook_file, *args], timing_env(cpu_file))
+        proc, seconds, cpu = timed([str(BIN / "ansible-playbook"), playbook_file, *args], timing_env(cpu_file, strategy))
         if proc.returncode:
             raise SystemExit(proc.stdout[-6000:] + proc.stderr[-3000:])
         startup_cpu, phases_cpu = play_cpu(json.loads(cpu_file.read_text()))
@@ -236,7 +240,7 @@ def drift_run(hosts):
 
 def measure(hosts, strategy):
     fleet(hosts)
-    converge = run(hosts)
+    converge = run(hosts, strategy=False)
     samples = rounds({"setup": lambda: setup_round(hosts), "noop": lambda: noop_run(hosts),
                       "check": lambda: run(hosts, "site.yml", "--check"),
                       "verify": lambda: run(hosts, "playbooks/verify.yml"), "drift": lambda: drift_run(hosts)}, REPEAT)
@@ -245,7 +249,8 @@ def measure(hosts, strategy):
     runs = {"converge": converge, **{name: median(results) for name, results in samples.items()}}
     for result in runs.values():
         result["changed"] = sum(result["changed"].values())
-    return {"hosts": hosts, "strategy": strategy, "hosts_reached": setup["hosts_reached"], "setup_seconds": setup_s,
+    return {"hosts": hosts, "strategy": strategy, "converge_strategy": "linear",
+            "hosts_reached": setup["hosts_reached"], "setup_seconds": setup_s,
             "setup_cpu_seconds": setup["cpu_seconds"],
             "setup_cpu_seconds_per_host": round(setup["cpu_seconds"] / setup["hosts_reached"], 3),
             "repeat": REPEAT, "interleaved": True, **runs,

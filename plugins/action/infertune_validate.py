@@ -13,10 +13,15 @@ Options:
            outside --check, an apply on a slice of the fleet (AWX job slicing) is refused
            unless rollout_slice_max_failures is set (infertune/slicing.py), with the
            variables' problems.
+  hosts: check these hosts, each with its own variables as this task sees them (play, role
+         defaults, inventory, -e), in one task run once, instead of the task's host alone: one
+         worker for the fleet rather than one per host. A run-once task that fails fails every
+         host of the play.
 
 Returns changed: false and, when a problem was found, failed: true and msg with one line per
 problem (nothing else, so the failure output stays readable); otherwise msg with the count and
-checked, the names of the variables that were set and checked. Rules: infertune/validation.py.
+checked, the names of the variables that were set and checked (for every host checked).
+Rules: infertune/validation.py.
 """
 from __future__ import annotations
 
@@ -36,31 +41,63 @@ def _first_line(exc):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("roles", "unknown", "rollout"))
+    _VALID_ARGS = frozenset(("roles", "unknown", "rollout", "hosts"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         result["changed"] = False
         task_vars = task_vars or {}
         host = task_vars.get("inventory_hostname", "?")
+        lines, checked, hosts = [], set(), [host]
         try:
-            lines, checked = self._check(task_vars, host)
+            if "hosts" in self._task.args:
+                hosts = self._hosts(self._templar.template(self._task.args["hosts"]))
+            for name in hosts:
+                found, names = self._host(name, host, task_vars)
+                lines += found
+                checked.update(names)
         except Exception as exc:  # noqa: BLE001 - one readable line, never a traceback
-            lines, checked = ["host %s: validation could not run: %s" % (host, _first_line(exc))], []
+            lines.append("host %s: validation could not run: %s" % (host, _first_line(exc)))
         if lines:
             # Only the lines: the default callback prints the whole result of a failed task.
             result["failed"] = True
             result["msg"] = "\n".join(lines)
         else:
-            result["checked"] = checked
-            result["msg"] = "host %s: %d variables checked, no problem" % (host, len(checked))
+            result["checked"] = sorted(checked)
+            where = "host %s" % host if hosts == [host] else "%d hosts" % len(hosts)
+            result["msg"] = "%s: %d variables checked, no problem" % (where, len(checked))
         return result
 
-    def _check(self, task_vars, host):
+    @staticmethod
+    def _hosts(hosts):
+        if isinstance(hosts, str):
+            hosts = [hosts]
+        if not isinstance(hosts, (list, tuple)) or not all(isinstance(h, str) for h in hosts):
+            raise ValueError("infertune_validate: hosts must be a list of host names")
+        return list(dict.fromkeys(str(h) for h in hosts))
+
+    def _host(self, name, own, task_vars):
+        """NAME's problems and checked names, from its variables as this task sees them: the task's
+        own for the task's host, else what the strategy would hand this task on NAME."""
+        try:
+            if name == own:
+                return self._check(task_vars, name, self._templar)
+            manager = self._task.get_variable_manager()
+            # ansible-core keeps the inventory on the variable manager; the host object carries its
+            # groups, which the variables' layering needs.
+            target = manager._inventory.get_host(name)  # pylint: disable=protected-access
+            if target is None:
+                return ["host %s: not in the inventory" % name], []
+            variables = manager.get_vars(play=self._task.get_play(), host=target, task=self._task)
+            return self._check(variables, name, self._templar.copy_with_new_env(available_variables=variables))
+        except Exception as exc:  # noqa: BLE001 - one readable line per host, never a traceback
+            return ["host %s: validation could not run: %s" % (name, _first_line(exc))], []
+
+    def _check(self, task_vars, host, templar):
         args = self._task.args
         roles = args.get("roles")
         if roles is not None:
-            roles = self._templar.template(roles)
+            roles = templar.template(roles)
             if isinstance(roles, str):
                 roles = [roles]
             if not isinstance(roles, (list, tuple)) or not all(isinstance(r, str) for r in roles):
@@ -69,7 +106,7 @@ class ActionModule(ActionBase):
         unknown, error = validation.convert(args.get("unknown", True), "bool")
         if error:
             return ["host %s: infertune_validate: unknown %s" % (host, error)], []
-        rollout, error = validation.convert(self._templar.template(args.get("rollout", False)), "bool")
+        rollout, error = validation.convert(templar.template(args.get("rollout", False)), "bool")
         if error:
             return ["host %s: infertune_validate: rollout %s" % (host, error)], []
 
@@ -86,7 +123,7 @@ class ActionModule(ActionBase):
             if isinstance(raw, str) and "{{" in raw and raw == defaults.get(name):
                 continue
             try:
-                values[name] = plain(self._templar.template(raw))
+                values[name] = plain(templar.template(raw))
             except Exception as exc:  # noqa: BLE001
                 detail = "(value hidden)" if declared[name].secret else _first_line(exc)
                 lines.append("host %s: %s: cannot be templated: %s" % (host, name, detail))
@@ -103,7 +140,7 @@ class ActionModule(ActionBase):
                                    catalog=plain(task_vars.get("infertune_knobs")))
         if rollout and not self._task.check_mode:
             lines += self._slice(task_vars, values, host)
-        lines += self._control_node(task_vars, host)
+        lines += self._control_node(task_vars, host, templar)
         checked = sorted(n for n in values if n in declared)
         return lines, checked
 
@@ -116,12 +153,13 @@ class ActionModule(ActionBase):
                                  None if workflow is None else plain(workflow))
         return [problem.line(host) for problem in problems]
 
-    def _control_node(self, task_vars, host):
+    @staticmethod
+    def _control_node(task_vars, host, templar):
         """The machine that runs Ansible is never a target unless infertune_allow_control_node."""
-        if boolean(self._templar.template(task_vars.get("infertune_allow_control_node", False)), strict=False):
+        if boolean(templar.template(task_vars.get("infertune_allow_control_node", False)), strict=False):
             return []
-        address = self._templar.template(task_vars.get("ansible_host", host))
-        connection = self._templar.template(task_vars.get("ansible_connection", "ssh"))
+        address = templar.template(task_vars.get("ansible_host", host))
+        connection = templar.template(task_vars.get("ansible_connection", "ssh"))
         why = control_node.reason(str(address), connection=str(connection))
         if why is None:
             return []

@@ -30,12 +30,23 @@ options:
         AWX workflow runs needs C(infertune_fleet_size).
     type: bool
     default: false
+  hosts:
+    description:
+      - Check each of these hosts with its own variables as this task sees them on it (play variables,
+        role defaults, inventory, C(-e)), in this one task, instead of the task's host alone. With
+        C(run_once), one worker checks the fleet rather than one worker per host.
+      - A run-once task that fails ends every host of the play; Ansible's recap counts the failure on
+        the host the task ran on, and the message names each host with a problem.
+    type: list
+    elements: str
 author: infertune developers (@infertune)
 """
 
 EXAMPLES = r"""
-- name: Check every infertune variable
+- name: Check every infertune variable of every host, once
   infertune.fleet.infertune_validate:
+    hosts: "{{ ansible_play_hosts }}"
+  run_once: true
   any_errors_fatal: true
 
 - name: Check the sglang role's variables only
@@ -49,7 +60,7 @@ msg:
   returned: always
   type: str
 checked:
-  description: The declared variables that were set and checked.
+  description: The declared variables that were set and checked (on any host checked).
   returned: success
   type: list
   elements: str

@@ -56,6 +56,15 @@ def test_timing_env_adds_play_cpu_to_the_configured_callbacks(monkeypatch, tmp_p
     assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,play_cpu"
 
 
+def test_a_timed_run_takes_the_strategy_unless_told_not_to(monkeypatch, tmp_path):
+    monkeypatch.setattr(fleet_timing, "STRATEGY_ENV", {"ANSIBLE_STRATEGY": "mitogen_linear",
+                                                       "ANSIBLE_STRATEGY_PLUGINS": str(tmp_path)})
+    monkeypatch.delenv("ANSIBLE_STRATEGY", raising=False)
+    assert fleet_timing.timing_env(tmp_path / "cpu.json")["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    # The converge from fresh hosts runs under Ansible's own linear (docs/mitogen.md).
+    assert "ANSIBLE_STRATEGY" not in fleet_timing.timing_env(tmp_path / "cpu.json", strategy=False)
+
+
 BURN = "import time\nwhile time.process_time() < 1.0:\n    pass\n"
 
 

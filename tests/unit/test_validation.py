@@ -465,6 +465,65 @@ def test_action_plugin_roles_option_and_bad_template(tmp_path):
     assert "sglang_port" not in output
 
 
+FLEET_PLAYBOOK = """
+- name: Plan
+  hosts: gpu_nodes
+  gather_facts: false
+  vars:
+    sglang_port: "{{ port_of_the_play }}"
+  tasks:
+    - name: Check every infertune variable, once for the play's hosts
+      infertune.fleet.infertune_validate:
+        hosts: "{{ ansible_play_hosts }}"
+      run_once: true
+      any_errors_fatal: true
+    - name: Reached only when every host's input is good
+      ansible.builtin.debug:
+        msg: "REACHED {{ inventory_hostname }}"
+"""
+
+# Each host's own problem: an inventory value (gpu-05), a play variable templated with a host's
+# variable (gpu-09's port_of_the_play), a group's value (gpu-09 alone is in group big).
+FLEET_INVENTORY = """
+all:
+  children:
+    gpu_nodes:
+      hosts:
+        gpu-01: {ansible_connection: local, port_of_the_play: 30000}
+        gpu-05: {ansible_connection: local, port_of_the_play: 30000, pcie_max_read_request: 3000}
+        gpu-09: {ansible_connection: local, port_of_the_play: 0}
+    big:
+      hosts:
+        gpu-09:
+      vars:
+        gpu_gate_expected_count: 2000
+"""
+
+
+def run_fleet(tmp_path, *extra):
+    (tmp_path / "plan.yml").write_text(textwrap.dedent(FLEET_PLAYBOOK))
+    (tmp_path / "hosts.yml").write_text(textwrap.dedent(FLEET_INVENTORY))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    proc = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "hosts.yml", "plan.yml",
+                           "-e", "infertune_allow_control_node=true", *extra],
+                          capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_one_task_checks_every_host_with_its_own_variables(tmp_path):
+    rc, out = run_fleet(tmp_path)
+    assert rc != 0 and "Traceback" not in out, out
+    assert "host gpu-05: pcie_max_read_request: must be one of 128, 256, 512, 1024, 2048, 4096, got 3000" in out, out
+    assert "host gpu-09: sglang_port: must be 1-65535, got 0" in out, out
+    assert "host gpu-09: gpu_gate_expected_count: must be 1-1024, got 2000" in out, out
+    assert "host gpu-01:" not in out, out
+    # A failed run-once check ends every host: none reaches the next task.
+    assert "REACHED gpu-" not in out, out
+    rc, out = run_fleet(tmp_path, "--limit", "gpu-01")
+    assert rc == 0 and "REACHED gpu-01" in out, out
+
+
 # ---------------------------------------------------------------------------- docs/hostile-input.md
 
 HOSTILE_DOC = REPO / "docs" / "hostile-input.md"
