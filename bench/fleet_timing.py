@@ -60,10 +60,14 @@ DEPRECATION = re.compile(r"^\[DEPRECATION WARNING\]: .*$", re.M)
 # A host's line in the ad-hoc `setup` round's output: "lab-gpu-01 | SUCCESS => {".
 ADHOC_RESULT = re.compile(r"^(\S+) \| (SUCCESS|CHANGED|FAILED!|UNREACHABLE!)", re.M)
 # Play name -> phase; serial makes one play entry per batch under the rollout play's name.
-PHASES = dict(zip([play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "rollout.yml").read_text())]
-                  + [yaml.safe_load((ROOT / "playbooks" / "verify.yml").read_text())[0]["name"]]
-                  + [play["name"] for play in yaml.safe_load((ROOT / "playbooks" / "drift.yml").read_text())],
-                  ("plan", "batches", "verify", "read", "publish", "unread")))
+def play_names(playbook):
+    return [play["name"] for play in yaml.safe_load((ROOT / "playbooks" / playbook).read_text())]
+
+
+# Every play of verify.yml is the verification (the last one fails the hosts it named).
+PHASES = {**dict(zip(play_names("rollout.yml"), ("plan", "batches"))),
+          **{name: "verify" for name in play_names("verify.yml")},
+          **dict(zip(play_names("drift.yml"), ("read", "publish", "unread")))}
 
 
 def fleet(hosts):

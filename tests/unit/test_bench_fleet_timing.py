@@ -7,7 +7,13 @@ import sys
 
 from bench import fleet_timing
 
-PLAN, BATCHES, VERIFY = (name for name, phase in fleet_timing.PHASES.items() if phase in ("plan", "batches", "verify"))
+PLAN, BATCHES, VERIFY, FAIL_VERIFIED = (name for name, phase in fleet_timing.PHASES.items()
+                                        if phase in ("plan", "batches", "verify"))
+
+
+def test_every_play_of_the_verify_playbook_is_the_verification():
+    # Its last play fails the hosts the verification named: verification time, not a phase of its own.
+    assert fleet_timing.phase_of(FAIL_VERIFIED) == "verify" != fleet_timing.phase_of(PLAN)
 
 
 def test_play_cpu_charges_each_play_up_to_the_next_mark():
