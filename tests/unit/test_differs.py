@@ -68,3 +68,15 @@ def test_the_plan_prints_it_whole():
     source = (REPO / "roles/infertune/templates/plan.txt.j2").read_text()
     text = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(source))
     assert "  cpufreq: " + differ in text.splitlines()
+
+
+def test_the_plan_counts_the_hosts_it_stopped_apart():
+    # The plan play ends no host (a meta task per host costs every host a round in Ansible's main
+    # process): the table leaves the hosts the plan stopped out of its count and names them.
+    variables = {"ansible_play_hosts": ["gpu-01", "gpu-02"], "ansible_play_hosts_all": ["gpu-01", "gpu-02"],
+                 "ansible_check_mode": False, "groups": {"infertune_converged": ["gpu-01"]},
+                 "hostvars": {"gpu-01": {"infertune_plan": {"results": {}}}, "gpu-02": {"infertune_failure": "gpu-02: GPU gate: found 8, expected 4"}}}
+    source = (REPO / "roles/infertune/templates/plan.txt.j2").read_text()
+    lines = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(source)).splitlines()
+    assert lines[0] == "0 of 1 host(s) have pending changes"
+    assert "gpu-02: stopped by the plan: gpu-02: GPU gate: found 8, expected 4" in lines
