@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+import controller_play
 from fakehost import REPO
 from infertune import slicing, validation
 from test_rollout_decision import action
@@ -127,14 +128,7 @@ all:
 
 
 def run_playbook(tmp_path, *extra):
-    (tmp_path / "plan.yml").write_text(textwrap.dedent(PLAYBOOK))
-    (tmp_path / "hosts.yml").write_text(textwrap.dedent(INVENTORY))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "hosts.yml", "plan.yml",
-                           "-e", "infertune_allow_control_node=true", *extra],
-                          capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
-    return proc.returncode, proc.stdout + proc.stderr
+    return controller_play.run(tmp_path, PLAYBOOK, INVENTORY, *extra)
 
 
 def test_the_plan_refuses_a_sliced_apply_and_allows_a_sliced_check(tmp_path):

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 import yaml
 
+import controller_play
 from fakehost import REPO
 from infertune import validation
 
@@ -501,14 +502,7 @@ all:
 
 
 def run_fleet(tmp_path, *extra):
-    (tmp_path / "plan.yml").write_text(textwrap.dedent(FLEET_PLAYBOOK))
-    (tmp_path / "hosts.yml").write_text(textwrap.dedent(FLEET_INVENTORY))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "hosts.yml", "plan.yml",
-                           "-e", "infertune_allow_control_node=true", *extra],
-                          capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
-    return proc.returncode, proc.stdout + proc.stderr
+    return controller_play.run(tmp_path, FLEET_PLAYBOOK, FLEET_INVENTORY, *extra)
 
 
 def test_one_task_checks_every_host_with_its_own_variables(tmp_path):
