@@ -8,15 +8,21 @@ reads' answers bound: infertune_plan (the first read's plan), infertune_plan_bac
 sglang release and, after a second read, the backend verdict), infertune_units_changed (the unit
 knobs not in place) and infertune_plan_argv_check (the second read's command-line check).
 
-Options: read (infertune_plan's options for the first read, but knobs and fingerprint: the action
-derives those from the catalog), catalog (the variable holding the run's catalog entries),
-second_backend (the variable holding the second read's backend check, or none), problems (the
+Options: read (the variable holding infertune_plan's options for the first read, but knobs and
+fingerprint: the action derives those from the catalog), catalog (the variable holding the run's
+catalog entries), knobs (the variable holding every catalog entry, which the run's are selected
+from), second_backend (the variable holding the second read's backend check, or none), problems (the
 variable holding more reasons to stop the host, such as sglang's checks), allow_control_node.
 The catalog is resolved twice, not once per use: before the first read, its knobs but the unit
-knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint) and
-every name (the order); after it, the unit knobs alone, their files rendered for the release
-found. Each resolution renders what it returns anew (Ansible compiles every template each
-time), which made the catalog the plan's biggest cost on the control node.
+knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint), every
+name (the order) and the read's options; after it, the unit knobs alone, their files rendered
+for the release found. Each resolution renders what it returns anew (Ansible compiles every
+template each time), which made the catalog the plan's biggest cost on the control node. The
+selection itself (which entries this run touches) is rendered once: its names, then the entries
+of `knobs` they name, unrendered, bound over the catalog's name (Ansible renders a variable anew
+for every reference, and the read's options and the role variables reference it six times). The
+read's options are a variable, not task arguments, for the same reason: Ansible would render them
+before the action, outside that binding.
 
 Returns add_host (host_plan.published): the host's record as its host variables and the group it
 joins (none for a host its plan stops), which the strategy applies on the control node as the
@@ -29,6 +35,8 @@ unless the task ignores unreachable hosts (the drift watch): then it is publishe
 infertune_unreachable, the reason, so that the run goes on to report it.
 """
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -59,7 +67,7 @@ def own_machine_id(path="/etc/machine-id"):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True  # reads only
-    _VALID_ARGS = frozenset(("read", "catalog", "second_backend", "problems", "allow_control_node"))
+    _VALID_ARGS = frozenset(("read", "catalog", "knobs", "second_backend", "problems", "allow_control_node"))
 
     def _read(self, options, task_vars):
         try:
@@ -88,24 +96,39 @@ class ActionModule(ActionBase):
         """The variable `name` with `bound` over the task's variables."""
         return self._evaluate(variable(name), task_vars, bound)
 
+    def _selection(self, catalog_name, knobs_name, task_vars):
+        """The catalog, bound over its own name as the entries of `knobs_name` it selects, unrendered
+        and in its order: every later reference to it (the read's options', the role variables')
+        reads these instead of rendering the selection anew, which Ansible does for each reference.
+        Nothing is bound (each reference renders it) unless every name it selects is a distinct entry
+        name of `knobs_name`, a list."""
+        names = self._evaluate(f"{catalog_name} | map(attribute='name')", task_vars, {})
+        entries = task_vars.get(knobs_name)
+        if not isinstance(entries, list):
+            return {}
+        by_name = {entry.get("name"): entry for entry in entries if isinstance(entry, Mapping)}
+        if len(set(names)) != len(names) or len(by_name) != len(entries) or not set(names) <= set(by_name):
+            return {}
+        return {catalog_name: [by_name[name] for name in names]}
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = self._task.args
         host = task_vars["inventory_hostname"]
         check_mode = bool(task_vars.get("ansible_check_mode"))
         catalog_name = variable(args["catalog"])
-        # One resolution: each reference to the catalog within it is resolved once.
-        knobs, paths, unit_names, order = self._evaluate(
+        selection = self._selection(catalog_name, variable(args["knobs"]), task_vars)
+        # One resolution (a name referenced more than once within it is resolved once), the read's options with it.
+        knobs, paths, unit_names, order, read = self._evaluate(
             f"[host_entries({catalog_name} | rejectattr('module', 'eq', 'systemd_unit')),"
             f" {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='paths', default=[])"
             f" | flatten, {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='args.unit'),"
-            f" {catalog_name} | map(attribute='name')]", task_vars, {})
-        first = self._read(dict(plain(args["read"]), knobs=knobs, fingerprint={"files": paths, "units": unit_names}),
-                           task_vars)
+            f" {catalog_name} | map(attribute='name'), {variable(args['read'])}]", task_vars, selection)
+        first = self._read(dict(read, knobs=knobs, fingerprint={"files": paths, "units": unit_names}), task_vars)
         if first.get("failed") or first.get("unreachable"):
             return self._answer(result, first, host, check_mode)
         plan = first["plan"]
-        bound = {"infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
+        bound = {**selection, "infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
         rendered = {knob["name"]: knob for knob in knobs}
         rendered.update((knob["name"], knob) for knob in self._evaluate(

@@ -31,12 +31,22 @@ description:
 options:
   read:
     description:
-      - Options of M(infertune.fleet.infertune_plan) for the first read, but C(knobs) and C(fingerprint),
-        which the action sets from O(catalog).
-    type: dict
+      - Name of the variable holding the options of M(infertune.fleet.infertune_plan) for the first read,
+        but C(knobs) and C(fingerprint), which the action sets from O(catalog). Resolved with the catalog
+        bound as below.
+    type: str
     required: true
   catalog:
-    description: Name of the variable holding the run's catalog entries.
+    description:
+      - Name of the variable holding the run's catalog entries, a selection of O(knobs)' entries.
+      - Rendered once for its entries' names; from then on, where those are distinct entry names of O(knobs),
+        the catalog's name is bound to those entries, unrendered - every other reference to it (the read's
+        options', the variables the later resolutions read) reads them rather than rendering the
+        selection again.
+    type: str
+    required: true
+  knobs:
+    description: Name of the variable holding every catalog entry, a list of dicts keyed by C(name).
     type: str
     required: true
   second_backend:
@@ -57,11 +67,14 @@ author: infertune developers (@infertune)
 EXAMPLES = r"""
 - name: Plan the host
   infertune.fleet.infertune_host_plan:
-    read:
-      gpu_gate: "{{ infertune_gate_check }}"
+    read: infertune_plan_read
     catalog: infertune_selected_knobs
+    knobs: infertune_knobs
     second_backend: infertune_plan_second_backend
     problems: infertune_plan_sglang_problems
+  vars:
+    infertune_plan_read:
+      gpu_gate: "{{ infertune_gate_check }}"
   changed_when: false
 """
 

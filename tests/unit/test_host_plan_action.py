@@ -2,9 +2,11 @@
 resolved with its answer bound, a second read only where a unit differs (with the backend check
 resolved then) and the record, published as the host's variables with the group it joins (none
 for a host its plan stops), as add_host answers; an unreachable host where the task ignores them."""
+import collections
 import hashlib
 
 import pytest
+from ansible._internal._templating import _engine
 from ansible.errors import AnsibleConnectionFailure
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.action import ActionBase
@@ -17,16 +19,22 @@ SHA1 = hashlib.sha1(b"release 0.5.23\n").hexdigest()
 # Stand-ins for the role's variables, resolved by name with the reads' answers bound: the unit
 # file's content comes from the release the first read found.
 VARIABLES = {
-    "catalog": [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "doc": {"label": "x"}, "rules": {"v": ["int"]},
+    "all_knobs": [{"name": "sysctl", "role": "numa_balancing", "module": "sysctl", "doc": {"label": "x"}, "rules": {"v": ["int"]},
                  "args": {}},
                 # A controller-only key is never rendered (this one would fail).
                 {"name": "sglang", "role": "sglang", "module": "systemd_unit", "paths": ["/u"],
                  "doc": {"knob": "{{ never_defined }}"},
                  "args": {"unit": "sglang.service", "enabled": True, "started": True,
                           "files": [{"path": "/u", "content": "release {{ infertune_plan_backend.sglang_version }}\n"}]}},
-                {"name": "governor", "role": "cpu_power", "module": "sysfs", "args": {"value": "{{ 'perf' ~ 'ormance' }}"}}],
+                {"name": "governor", "role": "cpu_power", "module": "sysfs", "args": {"value": "{{ 'perf' ~ 'ormance' }}"}},
+                # Left out by the selection (a run with --skip-tags pcie).
+                {"name": "mrrs", "role": "pcie", "module": "pcie_mrrs", "args": {"value": 4096}}],
+    # The run's selection, as the role's is: a template over every entry.
+    "catalog": "{{ all_knobs | rejectattr('role', 'eq', 'pcie') }}",
     "backend_check": "{{ {'venv': '/v', 'changed': infertune_units_changed} }}",
     "problems": "{{ ['argv refused'] if infertune_plan_argv_check.refused | default(false) else [] }}",
+    # The read's options reference the selection, as the role's do.
+    "read_options": {"reboot_strategy": "{{ 'auto' if catalog | length == 3 else 'never' }}"},
 }
 
 
@@ -50,7 +58,7 @@ def first_plan(sha1=SHA1, pending=(), failed=None, machine_id="m-1"):
                                      "units": {"sglang.service": {"enabled": "enabled", "active": "active"}}}}}
 
 
-def planned(monkeypatch, answers, allow_control_node=False, ignore_unreachable=False, check_mode=False):
+def planned(monkeypatch, answers, allow_control_node=False, ignore_unreachable=False, check_mode=False, **variables):
     """Run the action with module answers in order (an exception is raised); returns (result, the
     options each read got)."""
     reads = []
@@ -67,10 +75,10 @@ def planned(monkeypatch, answers, allow_control_node=False, ignore_unreachable=F
     monkeypatch.setattr(action.ActionModule, "_execute_module", execute_module)
     monkeypatch.setattr(action, "own_machine_id", lambda: "m-1")
     plugin = action.ActionModule.__new__(action.ActionModule)
-    plugin._task = FakeTask({"read": {"reboot_strategy": "auto"}, "catalog": "catalog",
+    plugin._task = FakeTask({"read": "read_options", "catalog": "catalog", "knobs": "all_knobs",
                              "second_backend": "backend_check", "problems": "problems",
                              "allow_control_node": allow_control_node}, ignore_unreachable)
-    task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1", ansible_check_mode=check_mode))
+    task_vars = trusted(dict(VARIABLES, inventory_hostname="gpu-1", ansible_check_mode=check_mode, **variables))
     plugin._templar = Templar(loader=DataLoader(), variables=task_vars)
     return plugin.run(task_vars=task_vars), reads
 
@@ -109,6 +117,50 @@ def test_the_first_read_gets_the_catalogs_knobs_and_the_units_fingerprint(monkey
     assert [k["name"] for k in reads[0]["knobs"]] == ["sysctl", "governor"]
     assert reads[0]["fingerprint"] == {"files": ["/u"], "units": ["sglang.service"]}
     assert seen["catalog"] == ["sysctl", "sglang", "governor"]
+
+
+def compiled(monkeypatch):
+    """How often each template is compiled (ansible-core's engine: a reference renders anew)."""
+    counts = collections.Counter()
+    compile_template = _engine.TemplateEngine._compile_template
+
+    def counting(self, template, options):
+        counts[str(template)] += 1
+        return compile_template(self, template, options)
+
+    monkeypatch.setattr(_engine.TemplateEngine, "_compile_template", counting)
+    return counts
+
+
+@pytest.mark.parametrize("differs", [False, True])
+def test_the_selection_is_rendered_once_and_the_reads_see_what_it_selects(monkeypatch, differs):
+    """The read's options, the unit knobs resolved after the read and the problems reference the
+    selection; it is rendered once, the entries it names bound in its place (a unit knob still
+    renders with the release the read found)."""
+    counts = compiled(monkeypatch)
+    answers = [first_plan(sha1="0" * 40), {"plan": {"pending": ["sglang"], "failed": {}, "results": {}}}] if differs \
+        else [first_plan()]
+    got, reads = planned(monkeypatch, answers, allow_control_node=True)
+    assert counts[VARIABLES["catalog"]] == 1, counts
+    assert reads[0]["reboot_strategy"] == "auto" and [k["name"] for k in reads[0]["knobs"]] == ["sysctl", "governor"]
+    if differs:
+        assert reads[1]["knobs"][0]["args"]["files"][0]["content"] == "release 0.5.23\n"
+    else:
+        assert published(got)[0]["infertune_plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
+
+
+@pytest.mark.parametrize("entries", ["{{ [] }}", [{"name": "sysctl"}], [{"name": "sysctl"}, {"name": "sysctl"}]],
+                         ids=["not-a-list", "unnamed-selected", "duplicate-names"])
+def test_a_selection_not_made_of_distinct_named_entries_is_rendered_at_each_reference(monkeypatch, entries):
+    """Nothing is bound where the knobs variable does not hold every entry the selection names,
+    once: the plan is the same, the selection rendered for each reference."""
+    counts = compiled(monkeypatch)
+    got, reads = planned(monkeypatch, [first_plan()], allow_control_node=True,
+                         catalog=VARIABLES["catalog"].replace("all_knobs", "real_knobs"),
+                         real_knobs=VARIABLES["all_knobs"], all_knobs=entries)
+    assert counts[VARIABLES["catalog"].replace("all_knobs", "real_knobs")] > 1
+    assert reads[0]["reboot_strategy"] == "auto" and [k["name"] for k in reads[0]["knobs"]] == ["sysctl", "governor"]
+    assert published(got)[1] == ["infertune_converged"]
 
 
 def test_a_unit_that_differs_gets_a_second_read_whose_answer_the_record_sees(monkeypatch):
