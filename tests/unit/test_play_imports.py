@@ -2,12 +2,11 @@
 import_role of a role with dependencies queues a role_complete step per host for the role and
 for each dependency, and Ansible's linear strategy works out the host's variables for every one
 in its main process: a second import in a play cost every host of the fleet twelve of them."""
-from pathlib import Path
-
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from fakehost import REPO
+
 PLAYBOOKS = sorted((REPO / "playbooks").glob("*.yml"))
 
 
