@@ -80,11 +80,14 @@ def test_link_verification_names_the_narrow_port_and_bar1_the_small_window(tmp_p
     assert "not applicable" in outcome(module.test_pcie_links, "h1", narrow,
                                        resolved({"pcie_fabric_gates": ["bar1"]}))
     small = probed(fabric_tree(str(tmp_path / "b"), bar1=256 << 20))
-    memory = "".join("00000000:%s, 97887\n" % gpu[5:] for gpu in SWITCH_GPUS + (BARE_GPU,))
-    found = outcome(module.test_pcie_bar1, "h1", small, memory, resolved({}))
+    gpus = ({}, [(str(i), "00000000:" + gpu[5:], "12.0", "Enabled", "97887")
+                 for i, gpu in enumerate(SWITCH_GPUS + (BARE_GPU,))], [])
+    found = outcome(module.test_pcie_bar1, "h1", small, gpus, resolved({}))
     assert found.startswith("h1: BAR1: expected BAR1 at least the GPU's memory")
     assert "%s: 256 MiB for 97887 MiB" % SWITCH_GPUS[0] in found
-    assert outcome(module.test_pcie_bar1, "h1", narrow, memory, resolved({})) == "pass"
+    assert outcome(module.test_pcie_bar1, "h1", narrow, gpus, resolved({})) == "pass"
+    hidden = ({}, [(row[:4] + ("[N/A]",)) for row in gpus[1]], [])
+    assert "not applicable" in outcome(module.test_pcie_bar1, "h1", small, hidden, resolved({}))
 
 
 def test_p2p_verification_reads_both_matrices():

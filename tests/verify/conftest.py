@@ -22,7 +22,7 @@ import testinfra
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from fleet import Fleet
-from readings import sections
+from readings import gpu_reading, sections
 
 
 def pytest_configure(config):
@@ -111,6 +111,21 @@ def basics(sh):
 @pytest.fixture(scope="module")
 def cpu_vendor(basics):
     return basics["cpu_vendor"]
+
+
+# One round for every GPU check (count, compute capability, persistence mode, BAR1 against memory):
+# persistenced's unit, then every GPU. nvidia-smi is slow to start on a real 8-GPU host: asked once.
+GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState -p ExecStart"
+        " 2>&1; echo @@;"
+        " nvidia-smi --query-gpu=index,pci.bus_id,compute_cap,persistence_mode,memory.total"
+        " --format=csv,noheader,nounits 2>&1; echo \"@@rc=$?\"")
+
+
+@pytest.fixture(scope="module")
+def gpu_state(sh):
+    """(persistenced's unit properties, [(index, bus id, compute capability, persistence mode,
+    memory MiB)], [lines nvidia-smi printed otherwise]): readings.gpu_reading of GPUS."""
+    return gpu_reading(sh(GPUS))
 
 
 PCI_PROBE = (Path(__file__).parent / "pci_probe.py").read_text()

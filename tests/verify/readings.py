@@ -46,3 +46,20 @@ def sections(output, count):
     """Split the output of `A; echo @@; B` into [A, B], padding absent trailing parts."""
     parts = output.split(SECTION + "\n")
     return (parts + [""] * count)[:count]
+
+
+GPU_FIELDS = 5  # index, bus id, compute capability, persistence mode, memory (MiB)
+
+
+def gpu_reading(output):
+    """`systemctl show ...; echo @@; nvidia-smi --query-gpu=<GPU_FIELDS> ...; echo "@@rc=$?"` ->
+    ({unit property: value}, [row of GPU_FIELDS strings], [what nvidia-smi printed otherwise])."""
+    unit, smi = sections(output, 2)
+    rows, other = [], []
+    for line in smi.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == GPU_FIELDS and fields[0].isdigit():
+            rows.append(tuple(fields))
+        elif line.strip() and not line.startswith("@@rc=0"):
+            other.append(line.replace("@@rc=", "exit status ").strip())
+    return dict(line.split("=", 1) for line in unit.splitlines() if "=" in line), rows, other

@@ -48,32 +48,10 @@ def test_nvidia_module_options(name, sh, want):
         mismatch(name, "NVIDIA module options", f"{expected} in {conf} and live", "; ".join(problems))
 
 
-# One round for the GPU tests: persistenced's unit, then every GPU (persistence mode too).
-GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState -p ExecStart"
-        " 2>&1; echo @@;"
-        " nvidia-smi --query-gpu=index,pci.bus_id,compute_cap,persistence_mode --format=csv,noheader 2>&1;"
-        " echo \"@@rc=$?\"")
-
-
 @pytest.fixture(scope="module")
-def reading(sh):
-    """(persistenced's unit properties, [(index, bus id, compute capability, persistence mode)],
-    [lines nvidia-smi printed otherwise])."""
-    unit, smi = sections(sh(GPUS), 2)
-    rows, other = [], []
-    for line in smi.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) == 4 and fields[0].isdigit():
-            rows.append(tuple(fields))
-        elif line.strip() and not line.startswith("@@rc=0"):
-            other.append(line.replace("@@rc=", "exit status ").strip())
-    return dict(line.split("=", 1) for line in unit.splitlines() if "=" in line), rows, other
-
-
-@pytest.fixture(scope="module")
-def gpus(reading):
+def gpus(gpu_state):
     """([(index, bus id, compute capability)], [lines nvidia-smi printed otherwise])."""
-    state, rows, other = reading
+    state, rows, other = gpu_state
     return [row[:3] for row in rows], other
 
 
@@ -96,14 +74,14 @@ def test_gpu_compute_capability(name, gpus, want):
         mismatch(name, "GPU compute capability", f"{expected} on every GPU", ", ".join(wrong))
 
 
-def test_nvidia_persistence(name, reading, want):
+def test_nvidia_persistence(name, gpu_state, want):
     knob, gate = truthy(want["nvidia_persistence_enabled"]), truthy(want["gpu_gate_require_persistence"])
     if not (knob or gate):
         not_applicable(name, "persistence mode",
                        "nvidia_persistence_enabled and gpu_gate_require_persistence are false")
-    state, rows, other = reading
+    state, rows, other = gpu_state
     modes = {}
-    for index, bus_id, capability, mode in rows:
+    for index, bus_id, capability, mode, memory in rows:
         modes.setdefault(mode, []).append(index)
     problems = []
     unit = {k: v for k, v in state.items() if k in ("LoadState", "UnitFileState", "ActiveState")}

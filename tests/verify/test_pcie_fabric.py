@@ -89,19 +89,13 @@ def test_pcie_links(name, pci_functions, want):
                  "; ".join(failures))
 
 
-@pytest.fixture(scope="module")
-def memory(sh):
-    """nvidia-smi's bus id and memory of every GPU, one CSV line each (or its error)."""
-    return sh("nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv,noheader,nounits 2>&1")
-
-
-def test_pcie_bar1(name, pci_functions, memory, want):
+def test_pcie_bar1(name, pci_functions, gpu_state, want):
     if "bar1" not in gates(want):
         not_applicable(name, "BAR1", "bar1 is not in pcie_fabric_gates")
-    rows = [line.split(", ") for line in memory.splitlines() if line.count(", ") == 1]
-    sizes = {sysfs_bdf(bus.strip()): int(mib) for bus, mib in rows if mib.strip().isdigit()}
+    state, rows, other = gpu_state
+    sizes = {sysfs_bdf(bus): int(mib) for index, bus, capability, mode, mib in rows if mib.isdigit()}
     if not sizes:
-        not_applicable(name, "BAR1", "nvidia-smi reports no GPU memory: " + memory.strip()[-200:])
+        not_applicable(name, "BAR1", "nvidia-smi reports no GPU memory: " + "; ".join(other)[-200:])
     small = [f"{bdf}: {pci_functions[bdf]['bar1'] >> 20} MiB for {sizes[bdf]} MiB"
              for bdf in sorted(sizes) if bdf in pci_functions and pci_functions[bdf]["bar1"] >> 20 < sizes[bdf]]
     if small:
