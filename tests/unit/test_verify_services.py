@@ -73,8 +73,7 @@ def test_the_health_probe_prints_the_status_the_server_answers(server):
     assert "/health: 503" in outcome(CHECK, "h1", units("active", health(port) + "\n"), want)
 
 
-def test_the_health_probe_says_why_nothing_answered(server):
-    port, status = server
+def test_the_health_probe_says_why_nothing_answered():
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         closed = unused.getsockname()[1]
