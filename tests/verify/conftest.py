@@ -22,7 +22,7 @@ import testinfra
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from fleet import Fleet
-from readings import gpu_reading, sections
+from readings import GPU_QUERY, gpu_reading, sections
 
 
 def pytest_configure(config):
@@ -117,8 +117,7 @@ def cpu_vendor(basics):
 # persistenced's unit, then every GPU. nvidia-smi is slow to start on a real 8-GPU host: asked once.
 GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState -p ExecStart"
         " 2>&1; echo @@;"
-        " nvidia-smi --query-gpu=index,pci.bus_id,compute_cap,persistence_mode,memory.total"
-        " --format=csv,noheader,nounits 2>&1; echo \"@@rc=$?\"")
+        f" nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits 2>&1; echo \"@@rc=$?\"")
 
 
 @pytest.fixture(scope="module")

@@ -48,11 +48,14 @@ def sections(output, count):
     return (parts + [""] * count)[:count]
 
 
-GPU_FIELDS = 5  # index, bus id, compute capability, persistence mode, memory (MiB)
+# What the GPU checks ask nvidia-smi (--format=csv,noheader,nounits): index, bus id, compute
+# capability, persistence mode, memory (MiB).
+GPU_QUERY = "index,pci.bus_id,compute_cap,persistence_mode,memory.total"
+GPU_FIELDS = len(GPU_QUERY.split(","))
 
 
 def gpu_reading(output):
-    """`systemctl show ...; echo @@; nvidia-smi --query-gpu=<GPU_FIELDS> ...; echo "@@rc=$?"` ->
+    """`systemctl show ...; echo @@; nvidia-smi --query-gpu=<GPU_QUERY> ...; echo "@@rc=$?"` ->
     ({unit property: value}, [row of GPU_FIELDS strings], [what nvidia-smi printed otherwise])."""
     unit, smi = sections(output, 2)
     rows, other = [], []

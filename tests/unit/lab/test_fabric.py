@@ -17,7 +17,7 @@ from hwmodel import iommu  # noqa: E402
 VERIFY = os.path.join(REPO, "tests", "verify")
 sys.path.insert(0, VERIFY)
 import pci_probe  # noqa: E402
-from readings import gpu_reading  # noqa: E402
+from readings import GPU_QUERY, gpu_reading  # noqa: E402
 
 TOOL = os.path.join(BOOT, "nvidia-smi")
 CLASSES = ["0x0300", "0x0302"]
@@ -145,9 +145,8 @@ def test_the_verification_judges_the_modelled_fabric(render_host, seed):
     checks = load("test_pcie_fabric")
     hw = render_host(seed, cmdline=PT)
     want = resolved({})
-    # The GPU fields of conftest's GPUS round, as the lab's nvidia-smi answers them.
-    fields = re.search(r"--query-gpu=(\S+)", load("conftest").GPUS).group(1)
-    gpus = gpu_reading("@@\n" + smi(hw, f"--query-gpu={fields}", "--format=csv,noheader,nounits")[1])
+    # The GPU checks' query, as the lab's nvidia-smi answers it.
+    gpus = gpu_reading("@@\n" + smi(hw, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits")[1])
     p2p = lambda: [smi(hw, "topo", "-p2p", m)[1] + "rc=0\n" for m in "rw"]  # noqa: E731
     functions = {f["bdf"]: f for f in pci_probe.probe(str(hw / "sys/bus/pci/devices"))}
     assert "redirect on at 12:" in outcome(checks.test_pcie_acs, "lab", functions, want)
