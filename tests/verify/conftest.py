@@ -8,6 +8,7 @@ Expected values: what Ansible resolved for each host (INFERTUNE_VERIFY_EXPECTED,
 `python -m infertune.verify` from playbooks/verify.yml or site.yml, -e included), by inventory
 name; on the local backend the entry of the host's hostname, or the file's only entry.
 """
+import functools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import testinfra
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from fleet import Fleet
+from probes import SH, planned, probe
 from readings import GPU_QUERY, gpu_reading, sections
 
 
@@ -67,23 +69,48 @@ def values_for(name, backend, resolved):
                 f"{', '.join(sorted(resolved)) or 'none'})", pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def name(host):
-    """The name failure messages use: the inventory name, else the host's own."""
+@functools.cache
+def host_name(host):
+    """The name failure messages use: the inventory name, else the host's own (asked once)."""
     if host.backend.NAME == "ansible":
         return host.backend.host
     return host.check_output("hostname")
 
 
+@pytest.fixture(scope="module")
+def name(host):
+    return host_name(host)
+
+
 @pytest.fixture(scope="session")
 def fleet(request):
-    """Every host of the session, as the testinfra plugin builds them, to run commands on at once."""
+    """Every host of the session, as the testinfra plugin builds them, to run commands on at once;
+    each already asked, in one round, for what the session's tests will read there (probes.py)."""
     option = request.config.option
     specs = option.hosts.split(",") if option.hosts else [None]
-    return Fleet(testinfra.get_hosts(specs, connection=option.connection, ssh_config=option.ssh_config,
-                                     ssh_identity_file=option.ssh_identity_file, sudo=option.sudo,
-                                     sudo_user=option.sudo_user, ansible_inventory=option.ansible_inventory,
-                                     force_ansible=option.force_ansible))
+    fleet = Fleet(testinfra.get_hosts(specs, connection=option.connection, ssh_config=option.ssh_config,
+                                      ssh_identity_file=option.ssh_identity_file, sudo=option.sudo,
+                                      sudo_user=option.sudo_user, ansible_inventory=option.ansible_inventory,
+                                      force_ansible=option.force_ansible))
+    fleet.prefetch(plans(fleet.hosts, request))
+    return fleet
+
+
+def plans(hosts, request):
+    """{host: [(command, args)]}: the probes of the fixtures and tests this session selected, for
+    each host's expected values. A host without them is left out (its tests fail on `want`)."""
+    users = {user for item in request.session.items for user in (item.originalname, *item.fixturenames)}
+    try:
+        resolved = request.getfixturevalue("resolved")
+    except pytest.fail.Exception:
+        return {}
+    found = {}
+    for host in hosts:
+        try:
+            found[host] = planned(users, values_for(host_name(host), host.backend.NAME, resolved))
+        except pytest.fail.Exception:
+            continue
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -95,14 +122,17 @@ def run(host, fleet):
 @pytest.fixture(scope="module")
 def sh(run):
     """Run one shell command on the host (one per knob, never one per CPU); return stdout."""
-    return lambda command: run("sh -c %s", command).stdout
+    return lambda command: run(SH, command).stdout
+
+
+BASICS = "cat /proc/sys/kernel/osrelease; echo @@; cat /proc/cmdline; echo @@; grep -m1 ^vendor_id /proc/cpuinfo"
+probe("basics")(lambda want: BASICS)
 
 
 @pytest.fixture(scope="module")
 def basics(sh):
     """The running kernel, its command line and the CPU vendor, in one command."""
-    release, cmdline, cpuinfo = sections(sh("cat /proc/sys/kernel/osrelease; echo @@; cat /proc/cmdline; echo @@;"
-                                            " grep -m1 ^vendor_id /proc/cpuinfo"), 3)
+    release, cmdline, cpuinfo = sections(sh(BASICS), 3)
     match = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
     return {"release": release.strip(), "cmdline": cmdline.split(),
             "cpu_vendor": match.group(1) if match else "unknown"}
@@ -120,6 +150,9 @@ GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileStat
         f" nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits 2>&1; echo \"@@rc=$?\"")
 
 
+probe("gpu_state")(lambda want: GPUS)
+
+
 @pytest.fixture(scope="module")
 def gpu_state(sh):
     """(persistenced's unit properties, [(index, bus id, compute capability, persistence mode,
@@ -128,6 +161,7 @@ def gpu_state(sh):
 
 
 PCI_PROBE = (Path(__file__).parent / "pci_probe.py").read_text()
+probe("pci_functions", shell=False)(lambda want: ("python3 -c %s", PCI_PROBE))
 
 
 @pytest.fixture(scope="module")

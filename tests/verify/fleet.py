@@ -1,13 +1,30 @@
 """Run each verification command on every host of the session at once.
 
-The suite is bound by latency, not CPU: one command per knob per host, each an ssh round
-trip. When the first host asks for a command, the same command runs on every host in
-parallel and each answer waits for its host; a host whose command differs (other
-variables) runs its own the same way. One pytest run thus costs about one round trip per
-command, whatever the number of hosts. The suite only reads, so an answer is kept for the
-session: a command two tests need (the PCI config-space probe) runs once per host.
+The suite is bound by latency, not CPU: each command is an ssh round trip. Before the first
+test, prefetch asks every host, in parallel, for all the commands the session's tests will run
+there (probes.py), in one ssh round: a small Python runner on the host runs each and returns
+its exit status and output. What was not prefetched (a host whose round failed, a command no
+probe announced) runs when a test first asks: the same command on every host still waiting for
+it, in parallel. The suite only reads, so an answer is kept for the session: a command two tests
+need (the PCI config-space probe) runs once per host.
 """
+import json
 from concurrent.futures import ThreadPoolExecutor
+
+# Run on the host as `python3 -c RUNNER COMMANDS`: each command through /bin/sh, as ssh runs one;
+# stdout and stderr as latin-1 text so that any bytes survive the JSON.
+RUNNER = (
+    "import json, subprocess, sys\n"
+    "answers = []\n"
+    "for command in json.loads(sys.argv[1]):\n"
+    "    done = subprocess.run(command, shell=True, stdin=subprocess.DEVNULL, capture_output=True)\n"
+    "    answers.append([done.returncode, done.stdout.decode('latin-1'), done.stderr.decode('latin-1')])\n"
+    "print(json.dumps(answers))\n")
+
+
+def in_parallel(work, items):
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(items)))) as pool:
+        return list(pool.map(work, items))
 
 
 class Fleet:
@@ -15,13 +32,33 @@ class Fleet:
         self.hosts = list(hosts)
         self.answers = {}
 
+    def prefetch(self, plans):
+        """plans: {host: [(command, args)]}. Each host answers all of its commands in one ssh
+        round; the answers are kept as `run` keeps them. A host whose round fails (no python3, a
+        lost connection, an answer that does not parse) keeps none: its tests run each command."""
+        def ask(host):
+            commands = plans[host]
+            try:
+                result = host.run("python3 -c %s %s", RUNNER,
+                                  json.dumps([host.backend.quote(command, *args) for command, args in commands]))
+                answers = json.loads(result.stdout) if result.rc == 0 else None
+            except (RuntimeError, ValueError):
+                answers = None
+            return host, commands, answers
+
+        for host, commands, answers in in_parallel(ask, [host for host in plans if plans[host]]):
+            if not isinstance(answers, list) or len(answers) != len(commands):
+                continue
+            for (command, args), (rc, out, err) in zip(commands, answers):
+                quoted = host.backend.encode(host.backend.quote(command, *args))
+                self.answers.setdefault((command, args), {})[host] = host.backend.result(
+                    rc, quoted, out.encode("latin-1"), err.encode("latin-1"))
+
     def run(self, host, command, *args):
         """host.run(command, *args), answered from one parallel round over the fleet, once."""
-        waiting = self.answers.get((command, args))
-        if not waiting or host not in waiting:
-            others = [h for h in self.hosts if h is not host] if host in self.hosts else []
-            with ThreadPoolExecutor(max_workers=min(32, len(others) + 1)) as pool:
-                results = list(pool.map(lambda h: h.run(command, *args), [host] + others))
-            waiting = dict(zip([host] + others, results))
-            self.answers[(command, args)] = waiting
+        waiting = self.answers.setdefault((command, args), {})
+        if host not in waiting:
+            others = [h for h in self.hosts if h is not host and h not in waiting] if host in self.hosts else []
+            asked = [host] + others
+            waiting.update(zip(asked, in_parallel(lambda h: h.run(command, *args), asked)))
         return waiting[host]

@@ -3,6 +3,7 @@ import pytest
 
 from infertune_node.cpuidle import wanted_disable
 from outcome import mismatch, not_applicable
+from probes import probe
 from readings import cpu_ranges, grep_files, per_cpu, per_value, sections
 
 CPU = "cd /sys/devices/system/cpu && "
@@ -27,9 +28,13 @@ AMD_PSTATE_DRIVERS = {
 }
 
 
+CPU_READ = CPU + "; echo @@; ".join(READ.values())
+probe("cpu")(lambda want: CPU_READ)
+
+
 @pytest.fixture(scope="module")
 def cpu(sh):
-    return dict(zip(READ, sections(sh(CPU + "; echo @@; ".join(READ.values())), len(READ))))
+    return dict(zip(READ, sections(sh(CPU_READ), len(READ))))
 
 
 def test_cpufreq_driver(name, cpu, want, cpu_vendor):

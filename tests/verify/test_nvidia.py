@@ -5,6 +5,7 @@ import pytest
 
 from expected import truthy
 from outcome import mismatch, not_applicable
+from probes import probe
 from readings import grep_files, sections
 
 BOOLEAN = {"y": "1", "yes": "1", "true": "1", "on": "1", "n": "0", "no": "0", "false": "0", "off": "0"}
@@ -28,11 +29,21 @@ def options_in(text):
     return found
 
 
+def wanted_options(want):
+    """{(module, parameter): value} of nvidia_module_options, values as the kernel reads them back."""
+    return {(m, p): normal(v) for m, params in want["nvidia_module_options"].items() for p, v in params.items()}
+
+
+@probe("test_nvidia_module_options")
+def options_read(want):
+    """The options file, then each wanted parameter as the loaded module has it."""
+    live_paths = " ".join(shlex.quote(f"/sys/module/{m}/parameters/{p}") for m, p in wanted_options(want))
+    return f"cat {shlex.quote(want['nvidia_options_file'])} 2>/dev/null; echo @@; grep -sH . {live_paths}"
+
+
 def test_nvidia_module_options(name, sh, want):
-    wanted = {(m, p): normal(v) for m, params in want["nvidia_module_options"].items() for p, v in params.items()}
-    conf = want["nvidia_options_file"]
-    live_paths = " ".join(shlex.quote(f"/sys/module/{m}/parameters/{p}") for m, p in wanted)
-    text, live = sections(sh(f"cat {shlex.quote(conf)} 2>/dev/null; echo @@; grep -sH . {live_paths}"), 2)
+    wanted, conf = wanted_options(want), want["nvidia_options_file"]
+    text, live = sections(sh(options_read(want)), 2)
     written, live = options_in(text), grep_files(live)
     problems = []
     for (module, param), value in sorted(wanted.items()):

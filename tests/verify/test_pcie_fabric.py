@@ -9,6 +9,7 @@ from infertune_node.gpu_query import sysfs_bdf
 from infertune_node.pcie_fabric import (P2P_STATUS, config_link_regs, link_failures, p2p_matrix,
                                         path_pairs)
 from outcome import mismatch, not_applicable
+from probes import probe
 from readings import sections
 from test_pcie_mrrs import is_target
 
@@ -32,11 +33,14 @@ def test_pcie_acs(name, pci_functions, want):
                  " the GPUs that have ACS", f"redirect on at {len(on)}: " + ", ".join(on))
 
 
+P2P = "nvidia-smi topo -p2p r 2>&1; echo \"rc=$?\"; echo @@; nvidia-smi topo -p2p w 2>&1; echo \"rc=$?\""
+probe("p2p")(lambda want: P2P)
+
+
 @pytest.fixture(scope="module")
 def p2p(sh):
     """`nvidia-smi topo -p2p r` and `-p2p w`, in one command."""
-    return sections(sh("nvidia-smi topo -p2p r 2>&1; echo \"rc=$?\"; echo @@; nvidia-smi topo -p2p w 2>&1;"
-                       " echo \"rc=$?\""), 2)
+    return sections(sh(P2P), 2)
 
 
 def test_pcie_p2p(name, p2p, want):

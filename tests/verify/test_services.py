@@ -6,6 +6,7 @@ import pytest
 
 from expected import truthy
 from outcome import mismatch, not_applicable
+from probes import probe
 from readings import sections
 
 RESULTS = "/run/infertune/apply.json"
@@ -20,19 +21,25 @@ def unit_state(text):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-@pytest.fixture(scope="module")
-def units(sh, want):
+UNITS = ("sglang", "health", "oneshot", "results")
+
+
+@probe("units")
+def units_read(want):
     """Both units' state, sglang's /health when it should serve, the oneshot's results: one command."""
     # sglang answers /health without the API key; bound to all addresses it answers on loopback.
     address = "127.0.0.1" if want["sglang_host"] in ("0.0.0.0", "::") else want["sglang_host"]
     health = (f"python3 -c {shlex.quote(HEALTH)} {shlex.quote(str(address))} {int(want['sglang_port'])} 2>&1 | tail -n1"
               if truthy(want["sglang_service_started"]) else "true")
-    keys = ("sglang", "health", "oneshot", "results")
-    return dict(zip(keys, sections(sh(
-        "systemctl show sglang.service -p LoadState -p UnitFileState -p ActiveState 2>&1; echo @@;"
-        f" {health}; echo @@;"
-        " systemctl show infertune-tune.service -p UnitFileState -p ActiveState -p Result 2>&1; echo @@;"
-        f" cat {RESULTS} 2>/dev/null"), len(keys))))
+    return ("systemctl show sglang.service -p LoadState -p UnitFileState -p ActiveState 2>&1; echo @@;"
+            f" {health}; echo @@;"
+            " systemctl show infertune-tune.service -p UnitFileState -p ActiveState -p Result 2>&1; echo @@;"
+            f" cat {RESULTS} 2>/dev/null")
+
+
+@pytest.fixture(scope="module")
+def units(sh, want):
+    return dict(zip(UNITS, sections(sh(units_read(want)), len(UNITS))))
 
 
 # is-active states of a unit that runs or will run again (Restart=on-failure waits in

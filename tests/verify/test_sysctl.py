@@ -3,6 +3,7 @@ import posixpath
 import shlex
 
 from outcome import mismatch
+from probes import probe
 from readings import sections
 
 # systemd-sysctl's directories, highest priority first; a file name in an earlier
@@ -44,12 +45,22 @@ def same(one, other):
     return one.split() == other.split()
 
 
-def test_sysctl(name, sh, want):
-    wanted = {str(item["name"]): str(item["value"]) for item in want["sysctl_settings"]}
-    conf = want["sysctl_file"]
+def wanted_sysctls(want):
+    return {str(item["name"]): str(item["value"]) for item in want["sysctl_settings"]}
+
+
+@probe("test_sysctl")
+def sysctl_read(want):
+    """Each wanted sysctl live, then every assignment of the files systemd-sysctl reads at boot."""
     dirs = " ".join(d + "/*.conf" for d in SYSCTL_DIRS)
-    reads = "".join(f"cat {shlex.quote('/proc/sys/' + k.replace('.', '/'))} 2>/dev/null; echo @@; " for k in wanted)
-    *live, files = sections(sh(f"{reads}grep -H = {dirs} /etc/sysctl.conf 2>/dev/null"), len(wanted) + 1)
+    reads = "".join(f"cat {shlex.quote('/proc/sys/' + k.replace('.', '/'))} 2>/dev/null; echo @@; "
+                    for k in wanted_sysctls(want))
+    return f"{reads}grep -H = {dirs} /etc/sysctl.conf 2>/dev/null"
+
+
+def test_sysctl(name, sh, want):
+    wanted, conf = wanted_sysctls(want), want["sysctl_file"]
+    *live, files = sections(sh(sysctl_read(want)), len(wanted) + 1)
     settings = boot_settings(files, wanted)
     problems = []
     for (sysctl, value), running in zip(wanted.items(), live):

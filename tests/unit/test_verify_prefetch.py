@@ -1,0 +1,168 @@
+"""tests/verify asks each host for every command its checks read in one ssh round (probes.py,
+fleet.Fleet.prefetch): each ssh command costs the control node an ssh client, which a fleet
+multiplies. A host whose round fails still gets each command on its own."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from fakehost import REPO
+from infertune import validation
+from verifycheck import load
+
+sys.path.insert(0, str(REPO / "tests" / "verify"))
+from fleet import RUNNER, Fleet  # noqa: E402
+
+# pytest on tests/verify in this process's interpreter, every command testinfra runs recorded.
+RECORDING = """
+import json, sys
+import pytest
+from testinfra.backend import base
+
+calls = []
+run_local = base.BaseBackend.run_local
+
+
+def recorded(self, command, *args):
+    calls.append(self.quote(command, *args))
+    return run_local(self, command, *args)
+
+
+base.BaseBackend.run_local = recorded
+pytest.main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump(calls, out)
+"""
+
+
+def suite_commands(tmp_path, *selection):
+    """Every command a run of tests/verify on this machine (local://) had testinfra run, with
+    the roles' defaults as the expected values. Read-only here: the checks fail (no GPU)."""
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps({"this-host": validation.role_defaults()}))
+    calls = tmp_path / "calls.json"
+    env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    subprocess.run([sys.executable, "-c", RECORDING, str(calls), str(REPO / "tests" / "verify"), "-q",
+                    "-p", "no:cacheprovider", "-p", "testinfra.plugin", "--hosts=local://", *selection],
+                   cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return json.loads(calls.read_text())
+
+
+def batched(commands):
+    """The commands of each prefetch round among `commands` (python3 -c RUNNER JSON)."""
+    rounds = []
+    for command in commands:
+        argv = shlex.split(command)
+        if argv[:3] == ["python3", "-c", RUNNER]:
+            rounds.append(json.loads(argv[3]))
+    return rounds
+
+
+def test_the_whole_suite_reads_a_host_in_one_command(tmp_path):
+    commands = suite_commands(tmp_path)
+    # The local backend names the host with `hostname`; every check's read is in the one round.
+    assert len([c for c in commands if c != "hostname"]) == 1
+    rounds = batched(commands)
+    assert len(rounds) == 1 and len(rounds[0]) == 8
+    reads = "\n".join(rounds[0])
+    for read in ("nvidia-smi --query-gpu", "/proc/sys/kernel/numa_balancing", "nvidia-smi topo -p2p",
+                 "systemctl show sglang.service", "cpufreq/scaling_governor", "/proc/cmdline",
+                 "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm"):
+        assert read in reads
+
+
+def test_a_selection_asks_only_for_what_its_tests_read(tmp_path):
+    rounds = batched(suite_commands(tmp_path, "-k", "sysctl"))
+    assert len(rounds) == 1 and len(rounds[0]) == 1 and "/proc/sys/kernel/numa_balancing" in rounds[0][0]
+
+
+def test_the_runner_returns_each_command_s_status_and_bytes():
+    commands = ["printf 'a\\377b'", "echo oops >&2; exit 3", "cat"]
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(commands)], capture_output=True, text=True,
+                          check=True, timeout=60)
+    answers = json.loads(done.stdout)
+    assert [(rc, out.encode("latin-1"), err) for rc, out, err in answers] == [
+        (0, b"a\xffb", ""), (3, b"", "oops\n"), (0, b"", "")]
+
+
+class Backend:
+    NAME = "fake"
+
+    @staticmethod
+    def quote(command, *args):
+        return command % tuple(shlex.quote(a) for a in args) if args else command
+
+    @staticmethod
+    def encode(text):
+        return text.encode()
+
+    @staticmethod
+    def result(rc, command, stdout, stderr):
+        return SimpleNamespace(rc=rc, command=command, stdout=stdout.decode(), stderr=stderr.decode())
+
+
+class Host:
+    """Answers the prefetch round by running nothing: each command's answer names the host."""
+
+    def __init__(self, name, round_fails=False):
+        self.name, self.round_fails, self.backend, self.calls = name, round_fails, Backend(), []
+
+    def run(self, command, *args):
+        self.calls.append(self.backend.quote(command, *args))
+        if command == "python3 -c %s %s":
+            if self.round_fails:
+                raise RuntimeError("ssh: connect to host: Connection refused")
+            answers = [[0, f"{self.name}: {c}", ""] for c in json.loads(args[1])]
+            return SimpleNamespace(rc=0, stdout=json.dumps(answers), stderr="")
+        return SimpleNamespace(rc=0, stdout=f"{self.name} alone: {self.backend.quote(command, *args)}", stderr="")
+
+
+PLAN = [("sh -c %s", ("cat /proc/cmdline",)), ("python3 -c %s", ("print(1)",))]
+
+
+def test_prefetched_answers_are_kept_and_nothing_runs_again():
+    one, two = Host("one"), Host("two")
+    fleet = Fleet([one, two])
+    fleet.prefetch({one: PLAN, two: PLAN})
+    assert len(one.calls) == len(two.calls) == 1
+    assert fleet.run(two, "sh -c %s", "cat /proc/cmdline").stdout == "two: sh -c 'cat /proc/cmdline'"
+    assert fleet.run(one, "python3 -c %s", "print(1)").stdout == "one: python3 -c 'print(1)'"
+    assert len(one.calls) == len(two.calls) == 1
+
+
+def test_a_host_whose_round_fails_runs_each_command_alone():
+    fine, lost = Host("fine"), Host("lost", round_fails=True)
+    fleet = Fleet([fine, lost])
+    fleet.prefetch({fine: PLAN, lost: PLAN})
+    assert fleet.run(lost, "sh -c %s", "cat /proc/cmdline").stdout == "lost alone: sh -c 'cat /proc/cmdline'"
+    # The host that answered in its round is not asked again.
+    assert len(fine.calls) == 1 and len(lost.calls) == 2
+
+
+def test_an_answer_that_does_not_parse_is_not_kept():
+    host = Host("odd")
+    host.run = lambda command, *args: SimpleNamespace(rc=0, stdout="Welcome to odd\n[]", stderr="")
+    fleet = Fleet([host])
+    fleet.prefetch({host: PLAN})
+    assert fleet.answers == {}
+
+
+@pytest.mark.parametrize("users, expected", [({"test_sysctl"}, 1), ({"basics", "cpu"}, 2), (set(), 0)])
+def test_planned_takes_the_probes_of_the_selected_users(users, expected):
+    from probes import planned
+
+    # tests/verify's modules register their probes when imported.
+    for module in ("conftest", "test_cpu_power", "test_nvidia", "test_pcie_fabric", "test_services", "test_sysctl"):
+        load(module)
+    assert len(planned(users, validation.role_defaults())) == expected
+
+
+def test_a_probe_that_cannot_be_built_is_left_to_its_test():
+    from probes import planned
+
+    load("test_sysctl")
+    assert planned({"test_sysctl"}, {"sysctl_file": "/etc/sysctl.d/x.conf"}) == []
