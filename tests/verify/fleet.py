@@ -1,9 +1,9 @@
 """Run each verification command on every host of the session at once.
 
-The suite is bound by latency, not CPU: each command is an ssh round trip. Before the first
-test, prefetch asks every host, in parallel, for all the commands the session's tests will run
-there (probes.py), in one ssh round: a small Python runner on the host runs each and returns
-its exit status and output. What was not prefetched (a host whose round failed, a command no
+Each command is an ssh round trip, and an ssh client on the control node that a fleet
+multiplies. Before the first test, prefetch asks every host, in parallel, for all the commands
+the session's tests will run there (probes.py), in one ssh round: a small Python runner on the
+host runs each and returns its exit status and output. What was not prefetched (a host whose round failed, a command no
 probe announced) runs when a test first asks: the same command on every host still waiting for
 it, in parallel. The suite only reads, so an answer is kept for the session: a command two tests
 need (the PCI config-space probe) runs once per host.
