@@ -143,6 +143,20 @@ def test_a_host_whose_round_fails_runs_each_command_alone():
     assert len(fine.calls) == 1 and len(lost.calls) == 2
 
 
+def test_a_round_the_control_node_cannot_start_falls_back_too():
+    host = Host("big")
+
+    def run(command, *args):
+        if command == "python3 -c %s %s":
+            raise OSError(7, "Argument list too long")
+        return SimpleNamespace(rc=0, stdout="alone", stderr="")
+
+    host.run = run
+    fleet = Fleet([host])
+    fleet.prefetch({host: PLAN})
+    assert fleet.answers == {} and fleet.run(host, "sh -c %s", "cat /proc/cmdline").stdout == "alone"
+
+
 def test_an_answer_that_does_not_parse_is_not_kept():
     host = Host("odd")
     host.run = lambda command, *args: SimpleNamespace(rc=0, stdout="Welcome to odd\n[]", stderr="")

@@ -42,7 +42,7 @@ class Fleet:
                 result = host.run("python3 -c %s %s", RUNNER,
                                   json.dumps([host.backend.quote(command, *args) for command, args in commands]))
                 answers = json.loads(result.stdout) if result.rc == 0 else None
-            except (RuntimeError, ValueError):
+            except (RuntimeError, ValueError, OSError):  # OSError: an argument list past the OS's limit
                 answers = None
             return host, commands, answers
 
