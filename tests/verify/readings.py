@@ -48,6 +48,11 @@ def sections(output, count):
     return (parts + [""] * count)[:count]
 
 
+def properties(text):
+    """`systemctl show -p ...` output -> {property: value}."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 # What the GPU checks ask nvidia-smi (--format=csv,noheader,nounits): index, bus id, compute
 # capability, persistence mode, memory (MiB).
 GPU_QUERY = "index,pci.bus_id,compute_cap,persistence_mode,memory.total"
@@ -65,4 +70,4 @@ def gpu_reading(output):
             rows.append(tuple(fields))
         elif line.strip() and not line.startswith("@@rc=0"):
             other.append(line.replace("@@rc=", "exit status ").strip())
-    return dict(line.split("=", 1) for line in unit.splitlines() if "=" in line), rows, other
+    return properties(unit), rows, other

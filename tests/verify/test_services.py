@@ -7,7 +7,7 @@ import pytest
 from expected import truthy
 from outcome import mismatch, not_applicable
 from probes import probe
-from readings import sections
+from readings import properties, sections
 
 RESULTS = "/run/infertune/apply.json"
 # GET /health, print the status code: a socket alone (urllib's imports cost a host about 40 ms of
@@ -15,10 +15,6 @@ RESULTS = "/run/infertune/apply.json"
 HEALTH = ("import socket, sys; s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10);"
           " s.sendall(b'GET /health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n');"
           " print(s.makefile('rb').readline().split()[1].decode())")
-
-
-def unit_state(text):
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 UNITS = ("sglang", "health", "oneshot", "results")
@@ -49,7 +45,7 @@ RUNNING = ("active", "activating", "reloading")
 
 def test_sglang_unit(name, units, want):
     enabled, started = truthy(want["sglang_service_enabled"]), truthy(want["sglang_service_started"])
-    state, answer = unit_state(units["sglang"]), units["health"]
+    state, answer = properties(units["sglang"]), units["health"]
     found = ", ".join(f"{k} {v}" for k, v in sorted(state.items())) or "systemctl not available"
     expected = "installed, " + ("enabled" if enabled else "not enabled") + (
         ", active and /health 200" if started else ", stopped")
@@ -67,7 +63,7 @@ def test_sglang_unit(name, units, want):
 def test_tuning_persistence(name, units, want):
     if not want["tuning_persistence_enabled"]:
         not_applicable(name, "boot-time re-apply", "tuning_persistence_enabled is false")
-    state, results = unit_state(units["oneshot"]), units["results"]
+    state, results = properties(units["oneshot"]), units["results"]
     try:
         failed = [f"{knob}: {r.get('msg', '')}" for knob, r in sorted(json.loads(results).items()) if not r.get("ok")]
     except ValueError:
