@@ -31,6 +31,27 @@ def host_entries(catalog):
     return [{key: knob[key] for key in knob if key not in CONTROLLER_ONLY} for knob in catalog]
 
 
+def flat(values):
+    """The items of nested lists in order, as Ansible's flatten filter gives them: a string is one
+    item, None none."""
+    if values is None:
+        return []
+    if not isinstance(values, (list, tuple)):
+        return [values]
+    return [item for value in values for item in flat(value)]
+
+
+def rendered_over(entries, rendered):
+    """Catalog entries with what is already rendered of them ({name: {key: value}}) in place of
+    their own keys: a later resolution reads those values instead of rendering the keys anew. Keys
+    an entry does not have are not added."""
+    out = []
+    for entry in entries:
+        done = rendered.get(entry.get("name")) or {}
+        out.append({**entry, **{key: value for key, value in done.items() if key in entry}} if done else entry)
+    return out
+
+
 def units(catalog):
     """The catalog's unit knobs (module systemd_unit): their files are compared on the controller."""
     return [knob for knob in catalog if knob.get("module") == "systemd_unit"]

@@ -17,7 +17,10 @@ The catalog is resolved twice, not once per use: before the first read, its knob
 knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint), every
 name (the order) and the read's options; after it, the unit knobs alone, their files rendered
 for the release found. Each resolution renders what it returns anew (Ansible compiles every
-template each time), which made the catalog the plan's biggest cost on the control node. The
+template each time), which made the catalog the plan's biggest cost on the control node, so
+the second sees what the first rendered: the knobs the read got and the unit knobs' paths, bound
+over the catalog's entries (the boot-time oneshot's configuration, a unit file, holds the runtime
+knobs' arguments; each was compiled twice per host). The
 selection itself (which entries this run touches) is rendered once: its names, then the entries
 of `knobs` they name, unrendered, bound over the catalog's name (Ansible renders a variable anew
 for every reference, and the read's options and the role variables reference it six times). The
@@ -116,18 +119,27 @@ class ActionModule(ActionBase):
         args = self._task.args
         host = task_vars["inventory_hostname"]
         check_mode = bool(task_vars.get("ansible_check_mode"))
-        catalog_name = variable(args["catalog"])
-        selection = self._selection(catalog_name, variable(args["knobs"]), task_vars)
+        catalog_name, knobs_name = variable(args["catalog"]), variable(args["knobs"])
+        selection = self._selection(catalog_name, knobs_name, task_vars)
         # One resolution (a name referenced more than once within it is resolved once), the read's options with it.
-        knobs, paths, unit_names, order, read = self._evaluate(
+        knobs, unit_paths, unit_names, order, read = self._evaluate(
             f"[host_entries({catalog_name} | rejectattr('module', 'eq', 'systemd_unit')),"
-            f" {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='paths', default=[])"
-            f" | flatten, {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='args.unit'),"
+            f" {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='paths', default=[]),"
+            f" {catalog_name} | selectattr('module', 'eq', 'systemd_unit') | map(attribute='args.unit'),"
             f" {catalog_name} | map(attribute='name'), {variable(args['read'])}]", task_vars, selection)
+        paths = host_plan.flat(unit_paths)
         first = self._read(dict(read, knobs=knobs, fingerprint={"files": paths, "units": unit_names}), task_vars)
         if first.get("failed") or first.get("unreachable"):
             return self._answer(result, first, host, check_mode)
         plan = first["plan"]
+        # What the first resolution rendered, in place of the entries it came from, where the
+        # selection was bound (its entries are then known by distinct names).
+        if selection:
+            done = {knob["name"]: knob for knob in knobs}
+            done.update((name, {"paths": knob_paths}) for name, knob_paths in zip(
+                [name for name in order if name not in done], unit_paths))
+            selection = {name: host_plan.rendered_over(entries, done)
+                         for name, entries in {**selection, knobs_name: task_vars[knobs_name]}.items()}
         bound = {**selection, "infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
         rendered = {knob["name"]: knob for knob in knobs}

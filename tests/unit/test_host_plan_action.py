@@ -149,6 +149,40 @@ def test_the_selection_is_rendered_once_and_the_reads_see_what_it_selects(monkey
         assert published(got)[0]["infertune_plan"]["results"]["sglang"]["msg"] == "sglang.service: files in place"
 
 
+def test_what_the_first_resolution_rendered_is_not_rendered_again(monkeypatch):
+    """A unit file that holds other knobs' arguments (the boot-time oneshot's configuration) and
+    the unit knobs' paths read what the first resolution rendered for the read and the fingerprint:
+    each is compiled once per host. A rendered value is data, never a template again."""
+    counts = compiled(monkeypatch)
+    knobs = [dict(knob) for knob in VARIABLES["all_knobs"]]
+    knobs[1] = dict(knobs[1], paths="{{ ['/u'] }}", args=dict(knobs[1]["args"], files=[
+        {"path": "/u", "content": "{{ all_knobs | selectattr('name', 'eq', 'governor') | map(attribute='args') | first"
+                                  " | to_json }} {{ all_knobs[0].args.text }}\n"}]))
+    knobs[0] = dict(knobs[0], args={"text": "{{ '{{ never_defined }}' }}"})
+    content = '{"value": "performance"} {{ never_defined }}\n'
+    answer = first_plan(sha1=hashlib.sha1(content.encode()).hexdigest())
+    got, reads = planned(monkeypatch, [answer], allow_control_node=True, all_knobs=knobs)
+    assert counts["{{ 'perf' ~ 'ormance' }}"] == 1, counts
+    assert counts["{{ ['/u'] }}"] == 1, counts
+    assert counts["{{ '{{ never_defined }}' }}"] == 1, counts
+    assert reads[0]["fingerprint"] == {"files": ["/u"], "units": ["sglang.service"]}
+    assert reads[0]["knobs"][0]["args"] == {"text": "{{ never_defined }}"}
+    # The file rendered from them is the one deployed: the host is converged.
+    assert published(got)[1] == ["infertune_converged"]
+
+
+def test_flat_flattens_nested_lists_as_jinja_does():
+    assert action.host_plan.flat([["/a", ["/b"]], [], "/c", None]) == ["/a", "/b", "/c"]
+
+
+def test_rendered_over_replaces_only_the_keys_an_entry_has():
+    entries = [{"name": "a", "args": "{{ x }}", "doc": "{{ y }}"}, {"name": "b", "enabled": "{{ z }}"}, {"name": "c"}]
+    got = action.host_plan.rendered_over(entries, {"a": {"name": "a", "args": {"v": 1}},
+                                                   "b": {"paths": ["/p"]}})
+    assert got == [{"name": "a", "args": {"v": 1}, "doc": "{{ y }}"}, {"name": "b", "enabled": "{{ z }}"}, {"name": "c"}]
+    assert entries[0]["args"] == "{{ x }}"
+
+
 @pytest.mark.parametrize("entries", ["{{ [] }}", [{"name": "sysctl"}], [{"name": "sysctl"}, {"name": "sysctl"}]],
                          ids=["not-a-list", "unnamed-selected", "duplicate-names"])
 def test_a_selection_not_made_of_distinct_named_entries_is_rendered_at_each_reference(monkeypatch, entries):
