@@ -171,7 +171,7 @@ def test_what_the_first_resolution_rendered_is_not_rendered_again(monkeypatch):
     assert published(got)[1] == ["infertune_converged"]
 
 
-def test_flat_flattens_nested_lists_as_jinja_does():
+def test_flat_flattens_nested_lists_as_ansibles_flatten_filter_does():
     assert action.host_plan.flat([["/a", ["/b"]], [], "/c", None]) == ["/a", "/b", "/c"]
 
 
