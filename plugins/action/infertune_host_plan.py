@@ -132,17 +132,17 @@ class ActionModule(ActionBase):
         if first.get("failed") or first.get("unreachable"):
             return self._answer(result, first, host, check_mode)
         plan = first["plan"]
+        rendered = {knob["name"]: knob for knob in knobs}
         # What the first resolution rendered, in place of the entries it came from, where the
         # selection was bound (its entries are then known by distinct names).
         if selection:
-            done = {knob["name"]: knob for knob in knobs}
+            done = dict(rendered)
             done.update((name, {"paths": knob_paths}) for name, knob_paths in zip(
-                [name for name in order if name not in done], unit_paths))
+                [name for name in order if name not in rendered], unit_paths))
             selection = {name: host_plan.rendered_over(entries, done)
                          for name, entries in {**selection, knobs_name: task_vars[knobs_name]}.items()}
         bound = {**selection, "infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
-        rendered = {knob["name"]: knob for knob in knobs}
         rendered.update((knob["name"], knob) for knob in self._evaluate(
             f"host_entries({catalog_name} | selectattr('module', 'eq', 'systemd_unit'))", task_vars, bound))
         catalog = [rendered[name] for name in order]
