@@ -5,10 +5,9 @@ import sys
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.cpuidle import apply_states
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
-from fakehost import REPO, write
+from fakehost import write
 from verifycheck import load, outcome
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
 CPU_POWER = load("test_cpu_power")
 
 

@@ -3,7 +3,6 @@ tests called directly, and the command line the verification expects."""
 import inspect
 import json
 import os
-import sys
 from types import SimpleNamespace
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
@@ -13,10 +12,10 @@ from verifycheck import load, outcome, resolved
 from fakehost import (BARE_GPU, BARE_ROOT, H200_RESOURCE, NVME, NVME_ROOT, REPO, SWITCH_DOWN, SWITCH_GPUS,
                       SWITCH_ROOT, SWITCH_UP, fabric_tree, pci_device)
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
-import pci_probe  # noqa: E402
-from expected import truthy  # noqa: E402
-from test_kernel import wanted_params  # noqa: E402
+# The suite's own modules (verifycheck puts tests/verify on the path).
+import pci_probe
+from expected import truthy
+from test_kernel import wanted_params
 
 
 def test_probe_reads_acs_control_and_the_ports_above(tmp_path):

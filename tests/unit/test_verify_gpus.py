@@ -2,13 +2,11 @@
 capability, persistence mode and BAR1 against memory (nvidia-smi is slow to start on a real
 8-GPU host)."""
 import inspect
-import sys
 
 from verifycheck import load, outcome, resolved
-from fakehost import REPO
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
-from readings import gpu_reading  # noqa: E402
+# The suite's own modules (verifycheck puts tests/verify on the path).
+from readings import gpu_reading
 
 UNIT = ("LoadState=loaded\nUnitFileState=enabled\nActiveState=active\n"
         "ExecStart={ path=/usr/bin/nvidia-persistenced ; argv[]=/usr/bin/nvidia-persistenced }\n")

@@ -14,8 +14,8 @@ from fakehost import REPO
 from infertune import validation
 from verifycheck import load
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
-from fleet import RUNNER, Fleet  # noqa: E402
+# The suite's own modules (verifycheck puts tests/verify on the path).
+from fleet import RUNNER, Fleet
 
 # pytest on tests/verify in this process's interpreter, every command testinfra runs recorded.
 RECORDING = """

@@ -7,10 +7,8 @@ import threading
 
 import pytest
 
-from fakehost import REPO
 from verifycheck import load, outcome
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
 CHECK = load("test_services").test_sglang_unit
 
 

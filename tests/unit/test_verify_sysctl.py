@@ -1,12 +1,10 @@
 """tests/verify/test_sysctl.py against a fake host tree: every entry of the resolved list, live and
 as systemd-sysctl sets it at boot, with no key of its own."""
 import subprocess
-import sys
 
-from fakehost import REPO, write
+from fakehost import write
 from verifycheck import load, outcome
 
-sys.path.insert(0, str(REPO / "tests" / "verify"))
 VERIFY = load("test_sysctl")
 CONF = "/etc/sysctl.d/60-infertune-numa.conf"
 WANT = {"sysctl_settings": [{"name": "kernel.numa_balancing", "value": "0"}, {"name": "vm.swappiness", "value": 10}],

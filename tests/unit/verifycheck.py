@@ -1,10 +1,16 @@
 """Call a tests/verify check directly, outside a pytest-testinfra run."""
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 VERIFY = Path(__file__).resolve().parents[1] / "verify"
+# What the suite's conftest.py puts on the path for its checks (its own helpers, the
+# host-side readers of plugins/module_utils): a test file run alone finds them too.
+for _path in (VERIFY, VERIFY.parents[1] / "plugins" / "module_utils"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 def load(name):
