@@ -30,17 +30,24 @@ UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_else
 EXPECTED = ROOT / "reports" / "verify" / "expected.json"
 
 
-def verify(hosts, junit, expected):
-    """Run the suite by hand as an operator would, against the values a run resolved (a copy of
-    its reports/verify/expected.json); return report.read_junit's {host: {test: outcome}}."""
-    proc = subprocess.run(
+def by_hand(hosts, *options, expected=None):
+    """The suite run by hand as an operator would, on the lab's inventory, against the values in
+    EXPECTED (INFERTUNE_VERIFY_EXPECTED; none: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "INFERTUNE_VERIFY_EXPECTED"}
+    if expected is not None:
+        env["INFERTUNE_VERIFY_EXPECTED"] = str(expected)
+    # testinfra's ansible backend calls ansible-inventory from the venv.
+    env["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
-         "--hosts=" + ",".join("ansible://" + h for h in hosts), "--ansible-inventory=inventory/lab",
-         f"--junitxml={junit}"],
-        # testinfra's ansible backend calls ansible-inventory from the venv.
-        env=dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-                 INFERTUNE_VERIFY_EXPECTED=str(expected)),
-        cwd=ROOT, capture_output=True, text=True, check=False)
+         "--hosts=" + ",".join("ansible://" + h for h in hosts), "--ansible-inventory=inventory/lab", *options],
+        env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def verify(hosts, junit, expected):
+    """The suite by hand against the values a run resolved (a copy of its
+    reports/verify/expected.json); report.read_junit's {host: {test: outcome}}."""
+    proc = by_hand(hosts, f"--junitxml={junit}", expected=expected)
     assert proc.returncode in (0, 1), proc.stdout[-4000:] + proc.stderr[-2000:]
     return report.read_junit([junit])
 
@@ -59,11 +66,7 @@ def resolved(tmp_path, name):
 
 
 def test_by_hand_without_a_runs_values_the_suite_stops_and_says_why(hosts, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/verify", "-q", "-p", "no:cacheprovider",
-                           f"--hosts=ansible://{hosts[0]}", "--ansible-inventory=inventory/lab"],
-                          env=dict({k: v for k, v in os.environ.items() if k != "INFERTUNE_VERIFY_EXPECTED"},
-                                   PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
-                          cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = by_hand(hosts[:1])
     assert proc.returncode not in (0, 5)
     assert "no expected values: run playbooks/verify.yml" in proc.stdout + proc.stderr
 
