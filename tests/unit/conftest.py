@@ -4,7 +4,9 @@ The checkout is linked in as ansible_collections/infertune/fleet under a tempora
 directory on sys.path, so tests import the code by the name the modules use
 (ansible_collections.infertune.fleet.plugins.module_utils...), as AnsiballZ packs it.
 """
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -13,6 +15,8 @@ import pytest
 from fakehost import REPO, cpu_tree, pci_tree, write
 
 _COLLECTIONS = tempfile.mkdtemp(prefix="infertune-collections-")
+# Gone with the test process (every run left one behind); the link inside is removed, not followed.
+atexit.register(shutil.rmtree, _COLLECTIONS, ignore_errors=True)
 os.makedirs(os.path.join(_COLLECTIONS, "ansible_collections", "infertune"))
 os.symlink(REPO, os.path.join(_COLLECTIONS, "ansible_collections", "infertune", "fleet"))
 sys.path.insert(0, _COLLECTIONS)
