@@ -42,8 +42,8 @@ demo: lab-up
 
 lint: setup
 	$(BIN)/yamllint -s .
-	$(BIN)/ansible-lint --profile production
-	$(BIN)/ansible-playbook --syntax-check site.yml
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/ansible-lint --profile production
+	$(BIN)/ansible-playbook --syntax-check -i inventory/example site.yml
 
 unit: setup
 	$(BIN)/pytest -q tests/unit
