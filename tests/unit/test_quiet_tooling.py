@@ -30,10 +30,10 @@ def lint_commands():
 
 @pytest.mark.parametrize("which", ["ansible-lint", "syntax-check"])
 def test_make_lint_warns_of_nothing_on_a_clean_tree(which):
-    # A newcomer's shell: the virtual environment not on PATH (ansible-lint warned "PATH altered"),
-    # no lab inventory yet (the syntax check warned that inventory/lab could not be parsed and that
-    # gpu_nodes matched no host), and ansible-lint's copy of the collection beside the checkout's
-    # (it warned the collection was found twice).
+    # A newcomer's shell, the virtual environment not on PATH. What warned before: ansible-lint,
+    # "PATH altered" and the collection found twice (its installed copy beside the checkout);
+    # the syntax check, before the lab's inventory existed, that inventory/lab could not be parsed
+    # and that gpu_nodes matched no host.
     line = next(line for line in lint_commands() if which in line)
     path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if os.path.realpath(p) != str(BIN))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS" and not k.startswith("ANSIBLE_")}
