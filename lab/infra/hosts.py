@@ -58,9 +58,18 @@ def plan(count, profile, profile_map):
     return [Host(h.index, profile_map.get(h.name, h.profile)) for h in hosts]
 
 
+def overlay(base, over):
+    """BASE with OVER's keys on top; a mapping in both is overlaid key by key, anything else
+    (a list, a scalar, null) replaces BASE's value."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = overlay(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def load_profile(name, seen=()):
-    """The profile as boot reads it: `extends: OTHER` takes OTHER's keys first (this file's win),
-    `os` defaults to bookworm."""
+    """The profile as boot reads it: `extends: OTHER` takes OTHER's keys first, this file's
+    overlaid on them (nested mappings key by key), `os` defaults to bookworm."""
     path = paths.PROFILES / f"{name}.yml"
     if not path.is_file():
         known = sorted(p.stem for p in paths.PROFILES.glob("*.yml"))
@@ -70,7 +79,7 @@ def load_profile(name, seen=()):
     data = yaml.safe_load(path.read_text())
     base = data.pop("extends", None)
     if base:
-        data = {**load_profile(base, (*seen, name)), **data}
+        data = overlay(load_profile(base, (*seen, name)), data)
     data.setdefault("os", DEFAULT_OS)
     if data["os"] not in OS_IMAGES:
         raise RuntimeError(f"profile {name!r}: os {data['os']!r} unknown; known: {', '.join(OS_IMAGES)}")

@@ -23,6 +23,30 @@ def test_a_profile_extends_another_and_names_its_os():
                                         "small-epyc-rtxpro6000-ubuntu")] == ["bookworm", "trixie", "trixie"]
 
 
+def test_an_extending_profile_overrides_nested_keys_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "PROFILES", tmp_path)
+    (tmp_path / "base.yml").write_text(yaml.safe_dump(
+        {"name": "base", "pci": {"root_acs": 0x2A0, "gpus_per_switch": 2, "nvme": {"vendor": 0x144D}},
+         "gpu": {"class": 0x030200, "buses": [0x13, 0x14]}, "numa_nodes": 2}))
+    (tmp_path / "ws.yml").write_text(yaml.safe_dump(
+        {"name": "ws", "extends": "base", "pci": {"root_acs": None, "gpus_per_switch": 4, "nvme": None},
+         "gpu": {"buses": [0x43]}}))
+    ws = hosts.load_profile("ws")
+    # A mapping is overlaid key by key; a list, a scalar or null replaces the base's value.
+    assert ws["pci"] == {"root_acs": None, "gpus_per_switch": 4, "nvme": None}
+    assert ws["gpu"] == {"class": 0x030200, "buses": [0x43]} and ws["numa_nodes"] == 2
+    assert hosts.load_profile("base")["gpu"]["buses"] == [0x13, 0x14]
+
+
+def test_the_workstation_profile_is_the_seed_with_its_differences():
+    seed, ws = hosts.load_profile("seed-epyc-rtxpro6000"), hosts.load_profile("ws-epyc-rtxpro6000")
+    assert ws["cpu"]["flags"] == seed["cpu"]["flags"] and ws["cpu"]["sockets"] == 1
+    assert ws["cpufreq"]["drivers"] == seed["cpufreq"]["drivers"] and ws["cpufreq"]["cmdline"] == seed["cpufreq"]["cmdline"]
+    assert ws["gpu"]["class"] == 0x030000 and ws["gpu"]["compute_cap"] == seed["gpu"]["compute_cap"]
+    assert ws["pci"]["switch_acs"] == seed["pci"]["switch_acs"] and ws["pci"]["root_acs"] is None
+    assert ws["modules"] == seed["modules"]
+
+
 def test_an_unknown_os_or_a_loop_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "PROFILES", tmp_path)
     (tmp_path / "a.yml").write_text(yaml.safe_dump({"name": "a", "os": "sid"}))
