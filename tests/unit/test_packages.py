@@ -85,3 +85,53 @@ def test_apt_view_reads_the_candidate_and_its_depends(monkeypatch):
     candidate = apt_view()
     assert candidate("linux-image-amd64") == ("6.1.0-57", ["linux-image-6.1.0-57-amd64"])
     assert candidate("virtual") is None and candidate("absent") is None
+
+
+# apt-cache's answers on a host whose module Python has no apt bindings (a venv first on PATH).
+APT_CACHE = {
+    "linux-image-amd64": (0, "Package: linux-image-amd64\nVersion: 6.1.192-3\nDepends: linux-image-6.1.0-57-amd64"
+                             " (= 6.1.192-3)\n\n", ""),
+    "infertune-test-kernel": (0, "Package: infertune-test-kernel\nVersion: 6.12.95-1~bpo12+1\nDepends: kmod,"
+                                 " linux-base (>= 4.3~) | linux-base-x\n\n", ""),
+    "absent-kernel": (100, "", "N: Unable to locate package absent-kernel\nE: No packages found\n"),
+}
+
+
+def apt_cache(argv):
+    if argv == ["apt-cache", "--version"]:
+        return 0, "apt 2.6.1 (amd64)\n", ""
+    assert argv[:3] == ["apt-cache", "show", "--no-all-versions"]
+    return APT_CACHE[argv[3]]
+
+
+def test_apt_cache_view_reads_the_candidate_and_its_depends():
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.packages import apt_cache_view
+
+    candidate = apt_cache_view(apt_cache)
+    assert candidate("linux-image-amd64") == ("6.1.192-3", ["linux-image-6.1.0-57-amd64"])
+    assert candidate("infertune-test-kernel") == ("6.12.95-1~bpo12+1", ["kmod", "linux-base"])
+    assert candidate("absent-kernel") is None
+    assert apt_cache_view(lambda argv: (127, "", "apt-cache: command not found")) is None
+
+
+@pytest.fixture
+def no_apt_bindings(monkeypatch):
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import packages
+
+    monkeypatch.setattr(packages, "apt_view", lambda: None)
+
+
+def test_without_apt_bindings_the_plan_asks_apt_cache(no_apt_bindings):
+    result = plan_package("/", "infertune-test-kernel", Gate(check_mode=True, runner=apt_cache), variables=KERNEL_VARS)
+    assert result["changed"] and result["after"] == "6.12.95-1~bpo12+1 (installed by apt)"
+    assert result["msg"] == "infertune-test-kernel to be installed with apt (6.12.95-1~bpo12+1)"
+    with pytest.raises(TuningError, match="no package absent-kernel is available from this host's apt sources"):
+        plan_package("/", "absent-kernel", Gate(check_mode=True, runner=apt_cache), variables=KERNEL_VARS)
+
+
+def test_without_apt_bindings_or_apt_cache_the_plan_stops_naming_the_interpreter(no_apt_bindings):
+    missing = Gate(check_mode=True, runner=lambda argv: (127, "", "%s: command not found" % argv[0]))
+    with pytest.raises(TuningError) as failure:
+        plan_package("/", "infertune-test-kernel", missing, variables=KERNEL_VARS)
+    assert "this module's Python (%s) has no apt bindings (python3-apt)" % sys.executable in str(failure.value)
+    assert "ansible_python_interpreter" in str(failure.value)

@@ -23,6 +23,7 @@ import testinfra
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
 from fleet import Fleet
+from infertune_node import grubcfg
 from probes import SH, planned, probe
 from readings import GPU_QUERY, gpu_reading, sections
 
@@ -125,17 +126,40 @@ def sh(run):
     return lambda command: run(SH, command).stdout
 
 
-BASICS = "cat /proc/sys/kernel/osrelease; echo @@; cat /proc/cmdline; echo @@; grep -m1 ^vendor_id /proc/cpuinfo"
+# The running kernel, its command line, the CPU vendor, and what the boot loader gives the next boot:
+# systemd-boot's /etc/kernel/cmdline, else GRUB's generated menu and its environment block.
+BASICS = ("cat /proc/sys/kernel/osrelease; echo @@; cat /proc/cmdline; echo @@; grep -m1 ^vendor_id /proc/cpuinfo;"
+          " echo @@; cat /etc/kernel/cmdline 2>/dev/null; echo @@; cat /boot/grub/grub.cfg 2>/dev/null; echo @@;"
+          " cat /boot/grub/grubenv 2>/dev/null")
 probe("basics")(lambda want: BASICS)
 
 
 @pytest.fixture(scope="module")
 def basics(sh):
-    """The running kernel, its command line and the CPU vendor, in one command."""
-    release, cmdline, cpuinfo = sections(sh(BASICS), 3)
+    """The running kernel, its command line, the CPU vendor and the boot loader's configured
+    command line (boot_line), in one command."""
+    release, cmdline, cpuinfo, kernel_cmdline, grub_cfg, grubenv = sections(sh(BASICS), 6)
     match = re.search(r"^vendor_id\s*:\s*(\S+)", cpuinfo, re.M)
     return {"release": release.strip(), "cmdline": cmdline.split(),
-            "cpu_vendor": match.group(1) if match else "unknown"}
+            "cpu_vendor": match.group(1) if match else "unknown",
+            "boot_line": boot_line(kernel_cmdline, grub_cfg, grubenv)}
+
+
+def boot_line(kernel_cmdline, grub_cfg, grubenv):
+    """(source, tokens, optional tokens) of the command line the boot loader gives the next boot, or
+    None when neither systemd-boot's file nor a GRUB default entry is there: /etc/kernel/cmdline
+    whole, or the default GRUB entry's linux line, where a GRUB variable ($vt_handoff) may expand to
+    its values or to nothing."""
+    if kernel_cmdline.strip():
+        return "/etc/kernel/cmdline", kernel_cmdline.split(), []
+    env = dict(line.split("=", 1) for line in grubenv.splitlines() if "=" in line and not line.startswith("#"))
+    entry = grubcfg.default_entry(grub_cfg, env) if grub_cfg.strip() else None
+    if entry is None or entry.get("args") is None:
+        return None
+    words = entry["args"].split()
+    optional = [t for w in words if w.startswith("$") for v in grubcfg.assignments(grub_cfg, w.strip("${}"))
+                for t in v.split()]
+    return "/boot/grub/grub.cfg", [w for w in words if not w.startswith("$")], optional
 
 
 @pytest.fixture(scope="module")

@@ -22,15 +22,41 @@ def wanted_params(want, cpu_vendor):
     return params + fabric, remove + [key for key in dropped if key not in remove]
 
 
+# Put there by the boot loader itself, named in no configuration.
+LOADER = ("BOOT_IMAGE=", "initrd=")
+
+
+def kernel_form(token):
+    """A parameter as the kernel compares it: - and _ alike in its name."""
+    name, sep, value = token.partition("=")
+    return name.replace("-", "_") + sep + value
+
+
+def unconfigured(words, boot_line):
+    """(running tokens the boot loader's next boot does not give, tokens it gives that do not run):
+    a parameter taken out of the configuration (infertune's or anyone's) still runs until the reboot."""
+    if boot_line is None:
+        return [], []
+    _, configured, optional = boot_line
+    running = [w for w in words if not w.startswith(LOADER)]
+    have, give = set(map(kernel_form, running)), set(map(kernel_form, configured))
+    return ([w for w in running if kernel_form(w) not in give and w not in optional],
+            [w for w in configured if kernel_form(w) not in have and not w.startswith(LOADER)])
+
+
 def test_kernel_cmdline(name, basics, want, cpu_vendor):
     words = basics["cmdline"]
     params, remove = wanted_params(want, cpu_vendor)
     missing = [p for p in params if p not in words]
     removed = [w for w in words for key in remove if w == key or w.startswith(key + "=")]
-    if missing or removed:
+    extra, unbooted = unconfigured(words, basics.get("boot_line"))
+    if missing or removed or extra or unbooted:
         expected = " ".join(params) + (" without " + " ".join(remove) if remove else "")
+        source = (basics.get("boot_line") or ("the boot loader",))[0]
         found = "; ".join(filter(None, [
             "missing " + " ".join(missing) if missing else "",
             "still set " + " ".join(removed) if removed else "",
+            f"running {' '.join(extra)}, which {source} no longer gives (a reboot is pending)" if extra else "",
+            f"{source} gives {' '.join(unbooted)}, which does not run (a reboot is pending)" if unbooted else "",
         ]))
         mismatch(name, "kernel command line", expected, f"{found} (/proc/cmdline: {' '.join(words)})")

@@ -4,13 +4,17 @@ import os
 import re
 import shlex
 import shutil
+from collections import Counter
 
-from . import sysfs
+from . import grubcfg, sysfs
 from .gate import TuningError, run
 
 GRUB_DEFAULT_FILE = "/etc/default/grub"
 GRUB_DROPIN_DIR = "/etc/default/grub.d"
 KERNEL_CMDLINE = "/etc/kernel/cmdline"
+GRUB_CFG = "/boot/grub/grub.cfg"
+# Put on the command line by the boot loader itself (GRUB, the EFI stub), named by no configuration.
+LOADER_KEYS = ("BOOT_IMAGE", "initrd")
 VARIABLE = "GRUB_CMDLINE_LINUX_DEFAULT"
 HEADER = ("# managed by infertune (kernel_cmdline): the full %s, so parameters set\n"
           "# in /etc/default/grub can be replaced or removed without editing that file.\n" % VARIABLE)
@@ -58,12 +62,64 @@ def source_value(files, preset=None):
     return out
 
 
-def reboot_required(running, params, remove):
+def norm(token):
+    """A token as the kernel compares it: - and _ alike in the name, the value as written."""
+    name, sep, value = token.partition("=")
+    return name.replace("-", "_") + sep + value
+
+
+def boot_differs(running, next_boot, optional=()):
+    """(missing, lingering): tokens the next boot's command line has and the running one lacks, and
+    tokens the running one has and the next boot will not (a parameter infertune, or anyone, stopped
+    adding). The boot loader's own tokens (BOOT_IMAGE=, initrd=) are left out on both sides; optional
+    tokens (what a GRUB variable of the entry may expand to) may run or not."""
+    run = [t for t in split(running) if key(t) not in LOADER_KEYS]
+    wanted = [t for t in next_boot if key(t) not in LOADER_KEYS]
+    have, want = Counter(map(norm, run)), Counter(map(norm, wanted))
+    missing, extra = want - have, have - want
+    lingering = [t for t in run if extra[norm(t)] > 0 and norm(t) not in set(map(norm, optional))]
+    return [t for t in wanted if missing[norm(t)] > 0], lingering
+
+
+def grub_next_boot(root, before, after):
+    """(tokens, optional) of the command line GRUB's default entry boots with once grub.cfg is
+    generated from `after` (GRUB_CMDLINE_LINUX_DEFAULT's tokens), whether it was generated from
+    `before` or already from `after`: the entry's tokens neither value accounts for are the boot
+    loader's and the other generators' (root=, ro, GRUB_CMDLINE_LINUX's) and stay; optional are the
+    values the entry's GRUB variables may expand to. None when grub.cfg has no default entry."""
+    text = sysfs.read(root, GRUB_CFG)
+    entry = grubcfg.default_entry(text, grubcfg.read_env(root)) if text else None
+    if entry is None or entry.get("args") is None:
+        return None
+    accounted = Counter(map(norm, before)) | Counter(map(norm, after))
+    own, optional = [], []
+    for token in split(entry["args"]):
+        if token.startswith("$"):
+            optional += [t for value in grubcfg.assignments(text, token.strip("${}")) for t in split(value)]
+        elif accounted[norm(token)] > 0:
+            accounted[norm(token)] -= 1
+        else:
+            own.append(token)
+    return own + list(after), optional
+
+
+def pending_reboot(root, running, params, remove, before, after, systemd_boot):
+    """(missing, lingering, compared with): how the running command line differs from the one the
+    boot loader gives at the next boot, ours and the distribution's alike. Without a grub.cfg entry
+    to read, the parameters asked for and the removed keys are checked, and any token of the
+    configured value before this run (infertune's earlier parameters among them) that the next
+    value drops."""
+    if systemd_boot:
+        return boot_differs(running, split(after)) + (KERNEL_CMDLINE,)
+    found = grub_next_boot(root, split(before), split(after))
+    if found is not None:
+        return boot_differs(running, *found) + (GRUB_CFG,)
     tokens = split(running)
-    pairs = {(key(t), t.partition("=")[2]) for t in tokens}
-    missing = [p for p in params if (key(p), p.partition("=")[2]) not in pairs]
-    lingering = [k for k in remove if key(k) in {key(t) for t in tokens}]
-    return bool(missing or lingering)
+    pairs = {norm(t) for t in tokens}
+    dropped = {key(k) for k in remove} | {norm(t) for t in split(before)} - {norm(t) for t in split(after)}
+    missing = [p for p in params if norm(p) not in pairs]
+    lingering = [t for t in tokens if key(t) in dropped or norm(t) in dropped]
+    return missing, lingering, "the configured value (no grub.cfg entry to read)"
 
 
 def _grub_plan(root, params, remove, dropin):
@@ -108,9 +164,15 @@ def apply_cmdline(root, params, remove, dropin, update, gate):
         elif update and shutil.which("proxmox-boot-tool"):
             gate.run_or_fail(["proxmox-boot-tool", "refresh"])
     running = sysfs.read(root, "/proc/cmdline") or ""
+    missing, lingering, compared = pending_reboot(root, running, params, remove, before, after, systemd_boot)
+    msg = "configured command line: %s" % after
+    if missing or lingering:
+        msg += "; the running kernel's differs from the next boot's (%s): %s" % (compared, "; ".join(filter(None, [
+            "not running " + " ".join(missing) if missing else "",
+            "still running " + " ".join(lingering) + " (not configured)" if lingering else ""])))
     return {
         "changed": changed, "before": before, "after": after, "running": running, "path": target,
-        "kernel_cmdline_reboot_required": reboot_required(running, params, remove),
+        "kernel_cmdline_reboot_required": bool(missing or lingering), "missing": missing, "lingering": lingering,
         "diff": {"before": old_content, "after": content, "before_header": target, "after_header": target},
-        "msg": "configured command line: %s" % after,
+        "msg": msg,
     }

@@ -5,21 +5,24 @@ from . import sysfs
 
 _OPEN = re.compile(r"^\s*(menuentry|submenu)\s+(?:'([^']*)'|\"([^\"]*)\")(.*)\{\s*$")
 _ID = re.compile(r"\$menuentry_id_option\s+'([^']+)'")
-_LINUX = re.compile(r"^\s*linux(?:efi|16)?\s+(\S+)")
+_LINUX = re.compile(r"^\s*linux(?:efi|16)?\s+(\S+)(.*)$")
+_SET = re.compile(r"^\s*set\s+([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$", re.M)
 _DEFAULT = re.compile(r'^\s*set default="?([^"\n]*?)"?\s*$', re.M)
 GRUBENV = "/boot/grub/grubenv"
 
 
 def entries(text):
-    """Menu entries as dicts {title, id, submenu_id, linux, trail}, in menu order; linux is the
-    kernel image path, trail the (position, title, id) of each level down to the entry."""
+    """Menu entries as dicts {title, id, submenu_id, linux, args, trail}, in menu order; linux is
+    the kernel image path, args the rest of its line as written (GRUB variables unexpanded), trail
+    the (position, title, id) of each level down to the entry."""
     found, stack, counts = [], [], [0]
     for line in text.splitlines():
         match = _OPEN.match(line)
         if match:
             kind, title = match.group(1), match.group(2) or match.group(3)
             ident = _ID.search(match.group(4))
-            frame = {"kind": kind, "title": title, "id": ident.group(1) if ident else title, "linux": None}
+            frame = {"kind": kind, "title": title, "id": ident.group(1) if ident else title, "linux": None,
+                     "args": None}
             frame["submenu_id"] = next((f["id"] for f in reversed(stack) if f["kind"] == "submenu"), None)
             frame["trail"] = [f["step"] for f in stack] + [(counts[-1], title, frame["id"])]
             frame["step"] = frame["trail"][-1]
@@ -29,13 +32,13 @@ def entries(text):
             continue
         linux = _LINUX.match(line)
         if linux and stack and stack[-1]["kind"] == "menuentry":
-            stack[-1]["linux"] = linux.group(1)
+            stack[-1]["linux"], stack[-1]["args"] = linux.group(1), linux.group(2).strip()
         # GRUB's generator puts a closing brace alone on its line.
         if line.strip() == "}" and stack:
             frame = stack.pop()
             counts.pop()
             if frame["kind"] == "menuentry":
-                found.append({k: frame[k] for k in ("title", "id", "submenu_id", "linux", "trail")})
+                found.append({k: frame[k] for k in ("title", "id", "submenu_id", "linux", "args", "trail")})
     return found
 
 
@@ -90,3 +93,9 @@ def default_entry(text, env):
             return entry
     first = [entry for entry in menu if entry["trail"][0][0] == 0]
     return first[0] if first else None
+
+
+def assignments(text, name):
+    """The values grub.cfg's `set NAME=VALUE` lines give the variable (Ubuntu's vt_handoff is set
+    to vt.handoff=7 or to nothing, depending on a condition GRUB evaluates at boot)."""
+    return [value.strip("'\"") for found, value in _SET.findall(text) if found == name]

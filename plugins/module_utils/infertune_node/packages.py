@@ -1,10 +1,12 @@
 """Whether a Debian package is installed (dpkg's status file) and, when not, whether apt can
-install it from the host's own sources (its candidate, read with python3-apt). Read-only.
+install it from the host's own sources (its candidate, read with python3-apt, or `apt-cache`
+where the module's Python has no apt bindings). Read-only.
 
 Installing runs through apt (the kernel role); the plan only needs to know, and a target
 package that no source offers (a Proxmox kernel on a Debian host) stops the host in the plan.
 """
 import re
+import sys
 
 from . import sysfs
 from .gate import TuningError
@@ -48,6 +50,30 @@ def apt_view():
         groups = version.depends_list.get("Depends", [])
         return version.ver_str, [group[0].target_pkg.name for group in groups if group]
     return candidate
+
+
+def apt_cache_view(run):
+    """candidate(name) as apt_view's, from `apt-cache show --no-all-versions` (the candidate's record):
+    every Debian and Ubuntu host has apt-cache, whatever Python runs the module. None where apt-cache
+    is not found."""
+    def candidate(name):
+        rc, out, err = run(["apt-cache", "show", "--no-all-versions", name])
+        if rc != 0:
+            if "No packages found" in err or "Unable to locate" in err or not err.strip():
+                return None
+            raise TuningError("apt-cache show %s failed (rc=%d): %s" % (name, rc, err.strip()))
+        fields = dict(line.split(": ", 1) for line in out.split("\n\n")[0].splitlines() if ": " in line)
+        depends = [group.split("|")[0].split("(")[0].strip() for group in fields.get("Depends", "").split(",")]
+        return fields.get("Version"), [name for name in depends if name]
+    rc, out, err = run(["apt-cache", "--version"])
+    return None if rc == 127 else candidate
+
+
+def no_apt(name):
+    """Why a package's candidate could not be asked, with the fix."""
+    return ("cannot tell whether apt can install %s: this module's Python (%s) has no apt bindings (python3-apt)"
+            " and apt-cache is not found; fix: install python3-apt, or set ansible_python_interpreter to the"
+            " system's /usr/bin/python3" % (name, sys.executable))
 
 
 def distribution(root):
@@ -95,14 +121,18 @@ def plan_package(root, name, gate, candidate=None, variables=None):
         raise TuningError("%s is not installed: install it with apt (the kernel role does)" % name)
     found = None
     if version is None:
-        candidate = candidate or (apt_view() if root in ("/", "") else None)
+        if candidate is None and root in ("/", ""):
+            candidate = apt_view() or apt_cache_view(gate.runner)
+            if candidate is None:
+                raise TuningError(no_apt(name))
         if candidate is not None:
             found = candidate(name)
             if found is None:
                 raise TuningError(_unavailable(root, name, candidate, variables))
     after = version or ("%s (installed by apt)" % found[0] if found else "(installed by apt)")
     return {"changed": version is None, "before": version, "after": after,
-            "msg": "%s %s" % (name, "installed (%s)" % version if version else "to be installed with apt")}
+            "msg": "%s %s" % (name, "installed (%s)" % version if version else
+                              "to be installed with apt (%s)" % found[0] if found else "to be installed with apt")}
 
 
 # The metapackages that would move a host to a newer kernel (and its NVIDIA module) at the
