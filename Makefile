@@ -33,8 +33,9 @@ lab-up: setup
 lab-down:
 	$(LABCTL) down
 
-# Main job: bring up the simulated fleet, converge it with site.yml, verify. Then a host
-# changed by hand while it serves: drained, re-tuned, back in service; the rest untouched.
+# Main job: bring up the simulated fleet, converge it with site.yml, verify. Then a host's EPP
+# changed by hand while it serves: re-tuned live (an EPP write disturbs no server: no drain);
+# the rest untouched.
 demo: lab-up
 	$(BIN)/ansible-playbook site.yml
 	$(LABCTL) exec lab-gpu-02 -- sh -c 'for f in /sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference; do echo balance_power >$$f; done'

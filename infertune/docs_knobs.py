@@ -75,7 +75,8 @@ def _cell(text, values, where):
 def knob_table(catalog=None, values=None):
     """The README's table: one row per catalog entry whose doc has a `knob`."""
     values = {k: shown(v) for k, v in (defaults() if values is None else values).items()}
-    lines = [KNOBS_START, GENERATED, "", "| knob | applied now | survives a reboot through |", "| --- | --- | --- |"]
+    lines = [KNOBS_START, GENERATED, "", "| knob | applied now | survives a reboot through | a serving host |",
+             "| --- | --- | --- | --- |"]
     for entry in entries() if catalog is None else catalog:
         doc = entry.get("doc") or {}
         if "knob" not in doc:
@@ -84,9 +85,18 @@ def knob_table(catalog=None, values=None):
         missing = [key for key in ("now", "boot") if not doc.get(key)]
         if missing:
             raise ValueError("%s: no %s" % (where, ", ".join(missing)))
-        lines.append("| %s |" % " | ".join(_cell(doc[key], values, where) for key in ("knob", "now", "boot")))
+        cells = [_cell(doc[key], values, where) for key in ("knob", "now", "boot")] + [_cell(serving(entry), values, where)]
+        lines.append("| %s |" % " | ".join(cells))
     lines.append(KNOBS_END)
     return "\n".join(lines)
+
+
+def serving(entry):
+    """What applying the knob does to a serving host: drained first or applied live, with the catalog's reason."""
+    if "drain" not in entry:
+        return "not drained (read at the next boot)" if entry.get("stage") == "boot" else "not drained"
+    reason = (entry.get("doc") or {}).get("drain", "")
+    return ("drained first: " if entry["drain"] else "applied live: ") + reason
 
 
 def check_rows(catalog=None):

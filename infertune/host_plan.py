@@ -108,25 +108,50 @@ def merged(first, second):
     second = second or {"results": {}, "pending": [], "drain": False}
     return dict(first, results={**first.get("results", {}), **second.get("results", {})},
                 pending=list(first.get("pending", [])) + list(second.get("pending", [])),
-                drain=bool(first.get("drain")) or bool(second.get("drain")))
+                drain=bool(first.get("drain")) or bool(second.get("drain")),
+                drain_reasons=list(first.get("drain_reasons", [])) + list(second.get("drain_reasons", [])),
+                live=list(first.get("live", [])) + list(second.get("live", [])))
 
 
 def knob_failures(host, catalog, failed):
-    """One line per knob that cannot be applied, naming the knob, its role and the toggle that
-    leaves it out."""
-    lines = []
+    """One line per reason a knob cannot be applied, naming the knobs, their roles and the toggles
+    that leave them out: knobs that fail alike (every unit knob on a host without systemctl) share
+    one line."""
+    by_reason = {}
     for knob in catalog:
         if knob["name"] in failed:
-            toggle = knob.get("toggle")
-            lines.append(f"{host}: {knob['name']} (role {knob['role']}): {failed[knob['name']]}"
-                         + (f"; set {toggle}: false to leave it out" if toggle else ""))
+            by_reason.setdefault(failed[knob["name"]], []).append(knob)
+    lines = []
+    for reason, knobs in by_reason.items():
+        roles = ", ".join(dict.fromkeys(k["role"] for k in knobs))
+        toggles = [k["toggle"] for k in knobs if k.get("toggle")]
+        lines.append(f"{host}: {', '.join(k['name'] for k in knobs)} (role{'s' if ',' in roles else ''} {roles}): {reason}"
+                     + (f"; set {' and '.join(toggles)}: false to leave {'them' if len(toggles) > 1 else 'it'} out"
+                        if toggles else ""))
     return lines
 
 
+def gpus_found(gate):
+    """What the GPU gate found, in one line: '8 × NVIDIA RTX PRO 6000 (12.0), driver 580.95.05', then
+    its problems; none found says why (nvidia-smi's answer among the problems)."""
+    groups = {}
+    for gpu in gate.get("gpus") or []:
+        key = (gpu.get("name"), gpu.get("compute_capability"))
+        groups[key] = groups.get(key, 0) + 1
+    drivers = sorted({str(g.get("driver_version")) for g in gate.get("gpus") or [] if g.get("driver_version")})
+    found = ", ".join(f"{count} × {name} ({cc})" for (name, cc), count in groups.items()) or "no GPU found"
+    if drivers:
+        found += ", driver " + " and ".join(drivers)
+    return "; ".join([found] + list(gate.get("problems") or []))
+
+
 def results(plan, backend, fabric):
-    """The results the report and the rollout read: the plan's, the MoE backend's verdict when it
-    was judged, the fabric gates' when they ran."""
+    """The results the report and the rollout read: the plan's, what the GPU gate found when it ran,
+    the MoE backend's verdict when it was judged, the fabric gates' when they ran."""
     out = dict(plan["results"])
+    if plan.get("gpus") is not None:
+        out["gpus"] = {"changed": False, "before": None, "after": gpus_found(plan["gpus"]),
+                       "msg": "; ".join(plan["gpus"].get("problems") or []) or "GPU gate passed"}
     if backend.get("verdict") is not None:
         found = list(dict.fromkeys(f.get("resolved_backend") for f in backend.get("findings") or []))
         out["backend"] = {"changed": False, "before": None, "msg": backend.get("reason", ""),
@@ -145,6 +170,8 @@ def problems(host, catalog, first, second, extra, control_node):
     return (knob_failures(host, catalog, failed)
             + [f"{host}: GPU gate: {p}" for p in (first.get("gpus") or {}).get("problems") or []]
             + [f"{host}: PCIe fabric (role pcie): {p}" for p in (first.get("fabric") or {}).get("failures") or []]
+            + ([f"{host}: kernel (role kernel): {first['target_kernel']['problem']}"]
+               if (first.get("target_kernel") or {}).get("problem") else [])
             + list(extra)
             + [f"{host}: model weights (sglang_model_path): {p}" for p in (first.get("weights") or {}).get("problems") or []]
             + ([f"{host}: is the control node (its /etc/machine-id is the control node's);"

@@ -49,6 +49,12 @@ options:
       allreduce_fusion, argv), returned as C(backend); without C(gpus), judged on the gate's GPUs.
       With C(venv) alone, the installed sglang and FlashInfer versions only.
     type: dict
+  target_kernel:
+    description: C(install_headers) (whether the rollout installs the target's headers for DKMS). With it, the
+      target kernel (the C(release) of the C(boot_kernel) knob among O(knobs)) is looked at when it is installed
+      and not running, returned as C(target_kernel); where the NVIDIA module will not load on it and the
+      rollout cannot change that, C(target_kernel.problem) says why, with the fix.
+    type: dict
   weights:
     description: C(path) of a model directory and optionally C(manifest), checked as M(infertune.fleet.model_weights)
       does (config.json, every shard present and as long as its header says, the sha256 manifest);
@@ -73,7 +79,8 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: C(results) per knob, C(pending), C(failed), C(reboot), C(reboot_reasons), C(drain),
-    C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(weights) and C(fingerprint)
+    C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(target_kernel), C(weights) and
+    C(fingerprint)
     when asked. The plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
   returned: always
   type: dict
@@ -88,7 +95,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gat
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.identity import machine_id
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot, target_kernel
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict, summarize
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check as check_weights
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
@@ -127,6 +134,11 @@ def checks(module, plan):
             plan["backend"] = judge_host(module.run_command, host, **options)
         except (ReadError, TypeError) as exc:
             plan["backend"] = {"sglang_version": None, "error": str(exc)}
+    target = module.params["target_kernel"]
+    release = next((knob["args"].get("release") for knob in module.params["knobs"] if knob.get("module") == "boot_kernel"),
+                   None)
+    if target is not None and release:
+        plan["target_kernel"] = target_kernel("/", release, bool(target.get("install_headers", True)), runner(module))
     weights = module.params["weights"]
     if weights is not None:
         plan["weights"] = check_weights(weights["path"], weights.get("manifest") or None)
@@ -145,6 +157,7 @@ def main():
         "fabric": {"type": "dict"},
         "fingerprint": {"type": "dict"},
         "weights": {"type": "dict"},
+        "target_kernel": {"type": "dict"},
         "backend": {"type": "dict"},
     }, supports_check_mode=True)
     entries = []

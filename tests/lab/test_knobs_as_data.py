@@ -92,5 +92,5 @@ def test_they_hold_after_a_reboot_and_a_second_run_changes_nothing(tmp_path, hos
     assert on_host(host, LIVE).split() == ["10", "1"]
     rc, out = run(tmp_path, host)
     assert rc == 0 and recap(out)[host]["changed"] == 0, out[-4000:]
-    assert "0 of 1 host(s) have pending changes" in out, out[-4000:]
+    assert "1 host(s) planned: 0 with pending changes, 0 stopped by the plan, 1 converged" in out, out[-4000:]
     assert fleet()["hosts"][host]["result"] == "pass"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, ROOT, fresh_lab, labctl, on_host, playbook, recap, state_digest
+from helpers import BIN, GPU_MRRS_512, ROOT, fresh_lab, gpu_mrrs, labctl, on_host, playbook, recap, state_digest
 
 pytestmark = pytest.mark.lab
 
@@ -254,14 +254,14 @@ def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):
     victim, helper = "lab-gpu-06", "lab-gpu-05"
     serve_standin_without_metrics(victim, tmp_path)
     for host in (CANARY, helper, victim):
-        on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")
+        on_host(host, GPU_MRRS_512)  # a change that drains
     try:
         rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{helper},{victim}")
         assert rc != 0
         assert "cannot count sglang's in-flight requests" in out and "sglang_drain_force" in out, out[-6000:]
         # Left serving, untouched past its boot-time knobs.
         assert on_host(victim, "systemctl is-active sglang.service || true").strip() == "active"
-        assert on_host(victim, f"sort -u {EPP}").split() == ["balance_power"]
+        assert gpu_mrrs(victim) == ["MaxReadReq 512"]
         entry = fleet()["hosts"][victim]
         assert entry["result"] == "fail"
         assert entry["rollout"] == {"stage": "drain", "drained": False, "rebooted": False}
@@ -271,12 +271,13 @@ def test_unreadable_metrics_fail_the_host_before_the_stop(hosts, tmp_path):
     assert_resumed(hosts, victim)
 
 
-def test_a_target_kernel_without_the_nvidia_module_is_refused_before_the_drain(hosts, tmp_path):
-    """The image's base kernel as the target, its NVIDIA module package withheld: the host
-    fails before its drain, the other hosts of the run converge, and once the package is
-    there a re-run boots the host into it."""
-    # The victim shares its batch (after the canary) with a host that converges.
-    victim, helper = "lab-gpu-04", "lab-gpu-02"
+def test_an_installed_target_kernel_without_its_nvidia_module_stops_the_host_in_the_plan(hosts, tmp_path):
+    """The image's base kernel as the first host's target, installed, its NVIDIA module package
+    withheld: the state a host is in after its module proof failed (the kernel installed, the
+    default entry kept on the running kernel). The plan stops it before any drain, so it is no
+    canary: the next host is, and the rest of the run converges. Once the package is there a
+    re-run boots the host into that kernel."""
+    victim, helper = CANARY, "lab-gpu-02"
     release = "cat /proc/sys/kernel/osrelease"
     base = json.loads((ROOT / "lab" / ".state" / "image.json").read_text())["base_kernel_release"]
     # The victim alone gets the other target kernel.
@@ -287,19 +288,22 @@ def test_a_target_kernel_without_the_nvidia_module_is_refused_before_the_drain(h
     labctl("stop", victim)
     labctl("start", victim)
     running, boot = on_host(victim, release).strip(), boot_id(victim)
-    for host in (CANARY, helper):
-        on_host(host, f"for f in {EPP}; do echo balance_power > $f; done")
+    before = state_digest(victim)
+    on_host(helper, f"for f in {EPP}; do echo balance_power > $f; done")
     try:
-        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{CANARY},{helper},{victim}", *target)
+        rc, out = playbook("site.yml", *ONE_BATCH, "--limit", f"{victim},{helper}", *target)
         assert rc != 0
         result = recap(out)
-        assert result[victim]["failed"] == 1, out[-4000:]
-        assert result[CANARY]["failed"] == 0 and result[helper]["failed"] == 0, out[-4000:]
+        assert result[victim]["failed"] == 1 and result[helper]["failed"] == 0, out[-4000:]
+        assert "rollout stopped" not in out, out[-4000:]
         text = " ".join(out.split())
-        assert f"host {victim}: the NVIDIA module will not load on kernel {base}" in text, out[-4000:]
-        assert f"no nvidia.ko under /lib/modules/{base}" in text and "fix: install" in text
+        assert (f"{victim}: kernel (role kernel): target kernel {base} is installed, but the NVIDIA module will not"
+                f" load on it: no nvidia.ko under /lib/modules/{base}") in text, out[-4000:]
+        assert f"fix: install linux-modules-nvidia-" in text and f"the host runs {running}" in text
         assert boot_id(victim) == boot and on_host(victim, release).strip() == running
-        assert fleet()["hosts"][victim]["rollout"] == {"stage": "boot config", "drained": False, "rebooted": False}
+        assert state_digest(victim) == before
+        assert fleet()["hosts"][victim]["rollout"] == {"stage": "plan", "drained": False, "rebooted": False}
+        assert fleet()["hosts"][helper]["result"] == "pass"
     finally:
         labctl("fault", victim, "no-driver-for-kernel", "--clear")
         labctl("stop", victim)
@@ -324,7 +328,7 @@ def test_incomplete_weights_stop_the_host_in_the_plan_undrained(hosts, damage, p
     victim = "lab-gpu-05"
     on_host(victim, f"cp -p {SHARD} /root/shard.keep && {damage}")
     try:
-        on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")  # would drain it
+        on_host(victim, GPU_MRRS_512)  # would drain it
         before, boot = state_digest(victim), boot_id(victim)
         rc, out = playbook("site.yml", "--limit", victim)
         assert rc != 0

@@ -1,12 +1,16 @@
 """A serving lab: every host's sglang.service runs the stand-in (the lab image's serving layer) with
 the role's own unit and flags. A converge that drains a serving host lets its requests in
-flight finish, and the load-balancer hooks pair up; sglang_service_started: false stops a
+flight finish, and the load-balancer hooks pair up; a repair that applies live (EPP) leaves the
+server, its request in flight and the balancer alone; sglang_service_started: false stops a
 running unit and the verification agrees. Works with the hosts the lab has (2 or more)."""
 import json
+import subprocess
+import sys
+import time
 
 import pytest
 
-from helpers import BIN, ROOT, on_host, playbook, recap
+from helpers import BIN, GPU_MRRS_512, ROOT, on_host, playbook, recap
 
 pytestmark = pytest.mark.lab
 
@@ -64,16 +68,23 @@ def hosts(lab):
     return names
 
 
-def test_requests_in_flight_finish_and_the_hooks_pair_up(hosts, tmp_path):
-    victim, log = hosts[-1], tmp_path / "hooks.log"
+def hooks_file(tmp_path, log):
+    """An extra-variables file with both load-balancer hooks (HOOK, logging to `log`)."""
     hook = tmp_path / "hook.py"
     hook.write_text(HOOK % {"hold": HOLD, "requests": REQUESTS})
     argv = [str(BIN / "python"), str(hook), str(log)]
     hooks = {"sglang_before_drain_command": argv + ["before_drain"], "sglang_after_serve_command": argv + ["after"]}
     (tmp_path / "hooks.json").write_text(json.dumps(hooks))
-    on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")  # a runtime change: drain
-    rc, out = playbook("site.yml", *ONE_BATCH, "-e", f"@{tmp_path / 'hooks.json'}")
+    return tmp_path / "hooks.json"
+
+
+def test_requests_in_flight_finish_and_the_hooks_pair_up(hosts, tmp_path):
+    victim, log = hosts[-1], tmp_path / "hooks.log"
+    extra = hooks_file(tmp_path, log)
+    on_host(victim, GPU_MRRS_512)  # a change that drains
+    rc, out = playbook("site.yml", *ONE_BATCH, "-e", f"@{extra}")
     assert rc == 0, out[-6000:]
+    assert f"{victim}: drain yes (pcie_mrrs), reboot no" in out, out[-6000:]
     assert f"RETRYING: [{victim}]: Wait for in-flight requests to finish" in out, out[-6000:]
     # Only the drained host: its requests answered before the stop, then back into the balancer.
     assert log.read_text().splitlines() == [f"before_drain {victim}"] + ["answered 200"] * REQUESTS + [
@@ -83,6 +94,44 @@ def test_requests_in_flight_finish_and_the_hooks_pair_up(hosts, tmp_path):
     assert entry["knobs"]["drain"]["tuning"]["hooks"] == ["before_drain", "after_serve"]
     assert all(fleet()["hosts"][h]["knobs"]["drain"]["tuning"] is None for h in hosts if h != victim)
     assert serving(victim) == ["active", "200"]
+
+
+def running_requests(host):
+    text = on_host(host, "python3 -c \"import urllib.request as u;"
+                         " print(u.urlopen('http://127.0.0.1:30000/metrics', timeout=5).read().decode())\"")
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("sglang:num_running_reqs"))
+
+
+def test_a_live_repair_leaves_the_server_its_request_and_the_balancer_alone(hosts, tmp_path):
+    """EPP set back by hand on a serving host: written live, no drain, no hook, no restart."""
+    victim, log = hosts[-1], tmp_path / "hooks.log"
+    extra = hooks_file(tmp_path, log)
+    pid = on_host(victim, "systemctl show -p MainPID --value sglang.service").strip()
+    target = on_host(victim, "hostname -I").split()[0] + ":30000"
+    # A request held in flight for the whole run, from the control node.
+    client = subprocess.Popen([sys.executable, "-c", HOOK % {"hold": 180, "requests": 1}, str(log), "client", target])
+    for _ in range(100):
+        if running_requests(victim) >= 1:
+            break
+        time.sleep(0.2)
+    try:
+        on_host(victim, f"for f in {EPP}; do echo balance_power > $f; done")
+        rc, out = playbook("site.yml", *ONE_BATCH, "-e", f"@{extra}")
+        assert rc == 0, out[-6000:]
+        assert f"{victim}: drain no: cpufreq applied live, reboot no" in out, out[-6000:]
+        assert f"changed: [{victim}] => (item=cpufreq)" in out, out[-6000:]
+        # The sglang role's drain never ran: no hook, no wait for the request, no stop.
+        assert "TASK [infertune.fleet.sglang : Stop sglang.service]" not in out, out[-6000:]
+        assert on_host(victim, f"sort -u {EPP}").split() == ["performance"]
+        # The same server process, the request still in flight, no hook ran.
+        assert on_host(victim, "systemctl show -p MainPID --value sglang.service").strip() == pid
+        assert running_requests(victim) == 1 and client.poll() is None
+        assert not log.exists()
+        entry = fleet()["hosts"][victim]
+        assert entry["result"] == "pass" and not entry["rollout"]["drained"], entry
+    finally:
+        client.wait(timeout=300)
+    assert log.read_text().splitlines() == ["answered 200"]
 
 
 def test_started_false_stops_a_running_unit_and_the_verification_agrees(hosts, tmp_path):

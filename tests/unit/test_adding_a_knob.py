@@ -76,6 +76,11 @@ def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
             missing.append("%s: no %s" % (name, key))
     if entry.get("stage") and entry["stage"] not in STAGES:
         missing.append("%s: stage %s is none of %s" % (name, entry["stage"], ", ".join(STAGES)))
+    # Whether its change, applied live, disturbs a serving host: declared by every runtime knob, with the reason.
+    if entry.get("stage") == "runtime" and not isinstance(entry.get("drain"), bool):
+        missing.append("%s: a runtime knob without drain: true or false" % name)
+    if "drain" in entry and not (entry.get("doc") or {}).get("drain"):
+        missing.append("%s: drain without its reason (doc.drain)" % name)
     own = {v for v, option in declared.items() if option.role == entry.get("role")}
     for variable in entry.get("rules") or {}:
         if variable not in own:
@@ -131,3 +136,10 @@ def test_a_knob_missing_its_files_is_named():
     assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', '"sysctl"']) == [
         "sysctl: no unit test imports sysctl or runs sysctl"]
     assert apply_modules("kernel_cmdline") == ["cmdline", "cpu", "pcie_fabric"]
+
+
+def test_a_runtime_knob_says_whether_it_drains_and_why():
+    numa = next(e for e in CATALOG if e["name"] == "sysctl")
+    assert needs({k: v for k, v in numa.items() if k != "drain"}) == ["sysctl: a runtime knob without drain: true or false"]
+    assert needs(dict(numa, doc={k: v for k, v in numa["doc"].items() if k != "drain"})) == [
+        "sysctl: drain without its reason (doc.drain)"]

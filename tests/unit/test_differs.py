@@ -78,5 +78,5 @@ def test_the_plan_counts_the_hosts_it_stopped_apart():
                  "hostvars": {"gpu-01": {"infertune_plan": {"results": {}}}, "gpu-02": {"infertune_failure": "gpu-02: GPU gate: found 8, expected 4"}}}
     source = (REPO / "roles/infertune/templates/plan.txt.j2").read_text()
     lines = Templar(loader=DataLoader(), variables=variables).template(trust_as_template(source)).splitlines()
-    assert lines[0] == "0 of 1 host(s) have pending changes"
+    assert lines[0] == "2 host(s) planned: 0 with pending changes, 1 stopped by the plan, 1 converged"
     assert "gpu-02: stopped by the plan: gpu-02: GPU gate: found 8, expected 4" in lines

@@ -38,13 +38,17 @@ def test_check_command_finds_and_fixes_a_stale_table(tmp_path):
     assert subprocess.run(command + ["--check"], cwd=REPO, capture_output=True).returncode == 0
     text = readme.read_text()
     assert text.startswith("# x\n\n" + docs_knobs.KNOBS_START) and text.endswith(docs_knobs.KNOBS_END + "\n\nmore\n")
-    assert "| `kernel.numa_balancing=0` (`sysctl_settings`: any sysctl, from inventory alone) | `sysctl -w` | `/etc/sysctl.d/60-infertune-numa.conf` |" in text
+    assert ("| `kernel.numa_balancing=0` (`sysctl_settings`: any sysctl, from inventory alone) | `sysctl -w` |"
+            " `/etc/sysctl.d/60-infertune-numa.conf` | applied live: `sysctl -w` sets") in text
 
 
 def test_knob_rows_show_the_defaults_of_the_variables_they_name():
     entry = {"name": "thp", "doc": {"knob": "THP `${mode}` (${nodes})", "now": "sysfs", "boot": "${opts}"}}
     table = docs_knobs.knob_table([entry], {"mode": "never", "nodes": [0, 1], "opts": {"m": {"p": 1}}})
-    assert "| THP `never` (0 1) | sysfs | m p=1 |" in table.splitlines()
+    assert "| THP `never` (0 1) | sysfs | m p=1 | not drained |" in table.splitlines()
+    live = dict(entry, stage="runtime", drain=False, doc=dict(entry["doc"], drain="a sysfs write, ${mode}"))
+    assert "| THP `never` (0 1) | sysfs | m p=1 | applied live: a sysfs write, never |" in docs_knobs.knob_table(
+        [live], {"mode": "never", "nodes": [0, 1], "opts": {"m": {"p": 1}}}).splitlines()
     assert docs_knobs.shown({"NCCL_P2P_LEVEL": "SYS"}) == "NCCL_P2P_LEVEL=SYS" and docs_knobs.shown(True) == "true"
     # A list of {name, value} entries (sysctl_settings) reads as sysctl writes them.
     assert docs_knobs.shown([{"name": "vm.swappiness", "value": "10"}, {"value": 0, "name": "kernel.numa_balancing"}]) == (

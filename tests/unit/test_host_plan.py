@@ -92,7 +92,8 @@ def test_the_second_read_is_merged_over_the_first():
 def test_every_reason_to_stop_is_named_with_the_host_and_the_host_joins_no_group():
     first = dict(FIRST, failed={"numa": "cannot write"}, gpus={"gpus": [], "problems": ["2 GPUs, expected 8"]},
                  fabric={"failures": ["x16 link at x8"], "msg": "1 failure", "warnings": ["AER"], "aer": {}},
-                 weights={"problems": ["shard 3 missing"]})
+                 weights={"problems": ["shard 3 missing"]},
+                 target_kernel={"release": "6.14.11-2-pve", "problem": "target kernel 6.14.11-2-pve is installed, but"})
     second = {"pending": [], "failed": {"sglang": "no unit"}, "results": {}}
     got = host_plan.record("gpu-1", CATALOG, first, second, {"sglang": False}, {}, ["host gpu-1: no sglang"], True)
     assert got["problems"] == [
@@ -100,12 +101,26 @@ def test_every_reason_to_stop_is_named_with_the_host_and_the_host_joins_no_group
         "gpu-1: sglang (role sglang): no unit",
         "gpu-1: GPU gate: 2 GPUs, expected 8",
         "gpu-1: PCIe fabric (role pcie): x16 link at x8",
+        "gpu-1: kernel (role kernel): target kernel 6.14.11-2-pve is installed, but",
         "host gpu-1: no sglang",
         "gpu-1: model weights (sglang_model_path): shard 3 missing",
         "gpu-1: is the control node (its /etc/machine-id is the control node's); set infertune_allow_control_node: true"
         " to tune it"]
     assert got["group"] is None
     assert got["results"]["fabric"]["after"] == "1 failure; AER"
+
+
+def test_what_the_gpu_gate_found_joins_the_results_also_when_it_failed():
+    gpus = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver_version": "580.159.04"}],
+            "problems": ["1 GPU(s), expected 8"]}
+    got = host_plan.record("gpu-1", CATALOG, dict(FIRST, gpus=gpus), None, {"sglang": True}, {}, [], False)
+    assert got["results"]["gpus"]["after"] == (
+        "1 × NVIDIA H100 80GB HBM3 (9.0), driver 580.159.04; 1 GPU(s), expected 8")
+    assert got["group"] is None
+    assert host_plan.gpus_found({"gpus": [], "problems": ["nvidia-smi: driver not loaded"]}) == (
+        "no GPU found; nvidia-smi: driver not loaded")
+    from infertune import report
+    assert report.change(got["results"]["gpus"], False, "gpus") == got["results"]["gpus"]["after"]
 
 
 def test_the_backend_verdict_joins_the_results_when_judged():

@@ -116,3 +116,30 @@ def test_module_reports_without_require(capsys):
     rc, out = run_module("nvidia_kernel_modules", {"release": "0.0.0-none", "require": False,
                                                    "_ansible_check_mode": True}, capsys)
     assert rc == 0 and out["ready"] is False and out["changed"] is False
+
+
+def test_an_installed_target_kernel_without_its_module_is_a_plan_problem(tmp_path):
+    """After a failed module proof: the target installed, no nvidia.ko for it, the running kernel's prebuilt."""
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import target_kernel
+
+    root = host(tmp_path, "/lib/modules/%s/kernel/nvidia-580srv/nvidia.ko" % RUNNING,
+                "/lib/modules/%s/kernel/Makefile" % TARGET)
+    found = target_kernel(root, TARGET, True, runner({}))
+    assert found["installed"] and found["ready"] is False
+    assert found["problem"].startswith("target kernel %s is installed, but the NVIDIA module will not load on it: "
+                                       "no nvidia.ko under /lib/modules/%s" % (TARGET, TARGET))
+    assert "fix: install linux-modules-nvidia-580-server-%s (the running kernel's module" % TARGET in found["problem"]
+
+
+def test_a_target_kernel_the_rollout_can_make_ready_is_no_plan_problem(tmp_path):
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import target_kernel
+
+    dkms = runner({"dkms status": DKMS3})
+    # DKMS without the target's headers: the rollout installs them, DKMS builds the module, the proof judges.
+    root = host(tmp_path, "/lib/modules/%s/kernel/Makefile" % TARGET)
+    assert target_kernel(root, TARGET, True, dkms)["problem"] is None
+    assert "linux-headers-%s" % TARGET in target_kernel(root, TARGET, False, dkms)["problem"]
+    # Not installed yet (proved after the install), the running kernel, no NVIDIA driver at all.
+    assert target_kernel(host(tmp_path / "fresh"), TARGET, True, dkms)["problem"] is None
+    assert target_kernel(root, RUNNING, True, dkms)["problem"] is None
+    assert target_kernel(root, TARGET, True, runner({}))["problem"] is None

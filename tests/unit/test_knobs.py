@@ -8,9 +8,9 @@ from fakehost import BARE_ROOT, SWITCH_DOWN, SWITCH_ROOT, SWITCH_UP, cpu_tree, f
 
 SYSCTL = {"settings": [{"name": "kernel.numa_balancing", "value": 0}], "path": "/etc/sysctl.d/60-infertune-numa.conf"}
 CATALOG = [
-    {"name": "sysctl", "module": "sysctl", "args": SYSCTL},
+    {"name": "sysctl", "module": "sysctl", "args": SYSCTL, "stage": "runtime", "drain": False},
     {"name": "cpufreq", "module": "cpufreq_policy", "args": {"governor": "performance", "epp": "performance"},
-     "label": "governor / EPP"},
+     "label": "governor / EPP", "stage": "runtime", "drain": False},
     {"name": "nvidia_options", "module": "modprobe_options", "label": "NVIDIA options",
      "args": {"options": {"nvidia_uvm": {"uvm_disable_hmm": 1}}, "path": "/etc/modprobe.d/infertune-nvidia.conf"}},
 ]
@@ -50,10 +50,24 @@ def test_predict_changes_nothing_and_says_what_the_host_needs(host):
     assert snapshot(host) == before
     assert {n for n, r in results.items() if r["changed"]} == {"sysctl", "cpufreq", "nvidia_options"}
     needs = knobs.summarize(CATALOG, results, "when_needed")
-    # A loaded module running other values waits for a reboot; the runtime knobs drain the host.
+    # A loaded module running other values waits for a reboot, which drains the host; the runtime
+    # knobs apply under a serving host.
     assert needs == {"pending": ["sysctl", "cpufreq", "nvidia_options"], "failed": {},
-                     "reboot": True, "reboot_reasons": ["NVIDIA options"], "drain": True}
-    assert not knobs.summarize(CATALOG, results, "never")["reboot"]
+                     "reboot": True, "reboot_reasons": ["NVIDIA options"], "drain": True, "drain_reasons": ["reboot"],
+                     "live": ["sysctl", "cpufreq"]}
+    never = knobs.summarize(CATALOG, results, "never")
+    assert not never["reboot"] and not never["drain"] and never["live"] == ["sysctl", "cpufreq"]
+
+
+@pytest.mark.parametrize("drain, drains", [(None, True), (True, True), ("true", True), (False, False), ("false", False)])
+def test_a_runtime_change_drains_unless_the_catalog_says_it_applies_live(host, drain, drains):
+    """No drain key: the conservative answer. A templated catalog gives strings."""
+    entry = dict(CATALOG[1], **({} if drain is None else {"drain": drain}))
+    if drain is None:
+        del entry["drain"]
+    needs = knobs.summarize([entry], knobs.predict([entry], host), "when_needed")
+    assert needs["drain"] is drains and needs["drain_reasons"] == (["cpufreq"] if drains else [])
+    assert needs["live"] == ([] if drains else ["cpufreq"])
 
 
 def test_a_knob_that_cannot_apply_fails_in_the_prediction_alone(host):
@@ -119,7 +133,8 @@ def test_acs_redirect_is_a_runtime_knob(tmp_path):
     assert (contract["before"][SWITCH_ROOT], contract["after"][SWITCH_ROOT]) == ("0x001d", "0x0011")
     again, _, actions = knobs.run("pcie_acs", args, Gate(), root, "runtime")
     assert not again["changed"] and not again["runtime_pending"] and actions == []
-    assert knobs.summarize([{"name": "pcie_acs", "module": "pcie_acs"}], {"pcie_acs": contract}, "when_needed")["drain"]
+    entry = {"name": "pcie_acs", "module": "pcie_acs", "stage": "runtime", "drain": True}
+    assert knobs.summarize([entry], {"pcie_acs": contract}, "when_needed")["drain_reasons"] == ["pcie_acs"]
 
 
 def test_acs_knob_result_names_the_ports_without_acs(tmp_path):

@@ -145,3 +145,26 @@ def default_boot(root, run):
                              " fix: %s, or make the running kernel %s the default again" % (
                                  result["entry"], release, found["reason"], found["fix"], running))
     return result
+
+
+def target_kernel(root, release, install_headers, run):
+    """{release, installed, ready, problem}: whether the rollout's module proof can pass for the target
+    kernel RELEASE once the plan sends the host into a batch. `problem` is set where it cannot: the
+    target is installed, is not the running kernel, an NVIDIA driver is installed, and no nvidia.ko
+    will load on it, nor will one come from what the rollout does (it installs the headers DKMS builds
+    from, where install_headers). Such a host would be drained and then fail, at every run: the plan
+    stops it instead (a host whose target is not installed yet is proved after the install)."""
+    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    result = {"release": release, "installed": os.path.isdir(sysfs.path(root, "/lib/modules/%s" % release)),
+              "ready": None, "problem": None}
+    if (not release or release == running or not result["installed"]
+            or not (module_files(root, running) or parse_dkms_status(dkms_status(run)))):
+        return result
+    found = check(root, release, run)
+    result["ready"] = found["ready"]
+    if found["ready"] or (found["dkms_managed"] and not found["headers_installed"] and install_headers):
+        return result
+    result["problem"] = ("target kernel %s is installed, but the NVIDIA module will not load on it: %s; fix: %s"
+                         " (the host runs %s and is not rolled out until then)" % (
+                             release, found["reason"], found["fix"], running))
+    return result

@@ -103,13 +103,27 @@ def predict(entries, root="/", runner=None):
     return results
 
 
+def drains(entry):
+    """Whether applying the entry's change disturbs a serving host, so that it is drained first: the
+    catalog's `drain`, else the conservative answer for a runtime knob (yes)."""
+    value = entry.get("drain", entry.get("stage") == RUNTIME_STAGE)
+    return value.strip().lower() in ("yes", "on", "1", "true", "y", "t") if isinstance(value, str) else bool(value)
+
+
 def summarize(entries, results, reboot_strategy):
-    """What a host needs: pending knobs, whether to reboot and why, whether to drain first."""
+    """What a host needs: pending knobs, whether to reboot and why, whether to drain first and why
+    (drain_reasons: the knobs whose change disturbs a serving host; live: the pending runtime knobs
+    applied under it)."""
     by_name = {entry["name"]: entry for entry in entries}
     pending = [name for name, result in results.items() if result.get("changed")]
     failed = {name: result["msg"] for name, result in results.items() if result.get("failed")}
     reasons = [by_name[name].get("label", name) for name, result in results.items() if result.get("reboot_required")]
     reboot = reboot_strategy == "always" or (reboot_strategy == "when_needed" and bool(reasons))
-    drain = reboot or any(result.get("runtime_pending") or (result.get("changed") and by_name[name].get("drain"))
-                          for name, result in results.items())
-    return {"pending": pending, "failed": failed, "reboot": reboot, "reboot_reasons": reasons, "drain": drain}
+    # A runtime knob says itself whether its change reaches the running host (a sysctl whose file
+    # alone changes does not); a boot knob is read at the next boot, and never drains.
+    runtime = [name for name in pending if by_name[name].get("stage") == RUNTIME_STAGE and results[name].get("runtime_pending")]
+    drain_reasons = [name for name in pending if (name in runtime or by_name[name].get("stage") != RUNTIME_STAGE)
+                     and drains(by_name[name])] + (["reboot"] if reboot else [])
+    return {"pending": pending, "failed": failed, "reboot": reboot, "reboot_reasons": reasons,
+            "drain": bool(drain_reasons), "drain_reasons": drain_reasons,
+            "live": [name for name in runtime if not drains(by_name[name])]}
