@@ -31,6 +31,8 @@ CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # (the reason says which fallback, if any).
 EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")),
          ("fabric", "PCIe fabric", ("pcie_links", "pcie_bar1")), ("backend", "MoE backend", ()))
+# EXTRA's rows that are read and judged, never changed: their value stands alone.
+READ_ONLY = ("gpus", "fabric", "backend")
 # The set_stats key of a run's summary: this prefix, then the AWX job or a run id.
 SUMMARY_PREFIX = "infertune_summary_"
 
@@ -68,6 +70,7 @@ def kinds(rows=None):
     """{name: (kind, subject)}: how each knob's values read (values.py): its module, and the unit
     it sets where the catalog names it literally; EXTRA's rows by their own name."""
     out = {key: (key, None) for key, _label, _tests in EXTRA}
+    out["drain"] = ("drain", "sglang.service")
     for row in file_rows() if rows is None else rows:
         out[row["name"]] = (row["module"], row["unit"])
     return out
@@ -141,16 +144,18 @@ def read_fragments(directory):
 def change(result, check_mode=False, kind=None, subject=None):
     """'before → after' (or what happened instead) for one knob's published result, each value
     said for what it is (infertune/values.py): kind is the catalog entry's module or the row's
-    name, subject the unit it sets."""
+    name, subject the unit it sets. The drain row names the load-balancer hooks that ran."""
     if result is None:
         return "not run"
+    hooks = f"; hooks: {', '.join(result['hooks'])}" if result.get("hooks") else ""
     if result.get("failed"):
         return "failed: " + str(result.get("msg", ""))
     if result.get("skipped_reason"):
         return "skipped: " + result["skipped_reason"]
     if not result.get("changed"):
-        return f"{values.say(kind, result.get('after'), subject)} (unchanged)"
-    text = values.change(kind, result.get("before"), result.get("after"), subject)
+        said = values.say(kind, result.get("after"), subject)
+        return said if kind in READ_ONLY else f"{said} (unchanged){hooks}"
+    text = values.change(kind, result.get("before"), result.get("after"), subject, result.get("differs")) + hooks
     # A plan, or a --check run, is never shown as applied.
     return text if result.get("applied") and not check_mode else f"would change: {text}"
 
@@ -201,14 +206,25 @@ def interconnect(fragment):
             "notes": notes}
 
 
-def record_label(fragment, stale=False):
+def record_label(fragment, stale=False, entry=None):
     """When the host's tuning record was written and whether it applied anything: a record
-    of a --check run, or of a run that applied nothing to the host, never reads as tuned."""
+    of a --check run, or of a run that applied nothing to the host, never reads as tuned; a host
+    this run failed says the stage it stopped in, whether it was drained or rebooted, and what
+    was changed before it stopped."""
     if not fragment.get("written"):
         return "no tuning record"
+    results = fragment.get("results") or {}
     if fragment.get("check_mode"):
         text = f"checked {fragment['written']} under --check, nothing applied"
-    elif any(isinstance(r, dict) and r.get("applied") for r in (fragment.get("results") or {}).values()):
+    elif not stale and failed_in_run(entry):
+        rollout = entry["rollout"]
+        done = [k for k, r in results.items() if isinstance(r, dict) and r.get("applied") and r.get("changed")
+                and k not in ("drain", "reboot")]
+        text = (f"stopped in stage {rollout.get('stage', 'plan')} {fragment['written']} "
+                f"({'drained' if rollout.get('drained') else 'not drained'}, "
+                f"{'rebooted' if rollout.get('rebooted') else 'not rebooted'}): "
+                + (f"changed {', '.join(done)}" if done else "nothing changed"))
+    elif any(isinstance(r, dict) and r.get("applied") for r in results.values()):
         text = f"tuned {fragment['written']}"
     else:
         text = f"planned {fragment['written']}, nothing applied"
@@ -290,7 +306,8 @@ def build(fragments, verified, hosts=None, run=None, catalog=None):
             "rollout": {k: rollout[k] for k in ("stage", "drained", "rebooted") if k in rollout} if rollout else None,
             "failing": failing,
             "tuned_at": fragments.get(host, {}).get("written"),
-            "record": record_label(fragments.get(host, {}), stale=entry is not None and entry.get("results") is None),
+            "record": record_label(fragments.get(host, {}), stale=entry is not None and entry.get("results") is None,
+                                   entry=entry),
             "check_mode": fragments.get(host, {}).get("check_mode"),
             "knobs": rows,
             "decode": decode(fragments.get(host, {})),

@@ -72,7 +72,6 @@ SAY = {
     "modprobe_options": lambda v: _lines(v) or "no options",
     "apt_hold": lambda v: str(v) if v == "none held" else f"held: {v}",
     "boot_kernel": lambda v: f"default entry {v}",
-    "drain": lambda v: f"sglang.service {v}",
 }
 # What an empty side means, where it means more than "none".
 NOTHING = {
@@ -100,14 +99,14 @@ def say(kind, value, subject=None):
     return f"{subject}: {text}" if subject else text
 
 
-def change(kind, before, after, subject=None):
+def change(kind, before, after, subject=None, differs=None):
     """'before → after' for a changed knob; a command line by the parameters added and removed,
-    sysctls by those whose value changes."""
+    sysctls by those whose value changes (none: the file, as the knob's differs says it)."""
     if kind == "sysctl" and isinstance(before, dict) and isinstance(after, dict):
         changed = [f"{key}: {say(kind, before.get(key))}{ARROW}{say(kind, value)}"
                    for key, value in after.items() if before.get(key) != value]
-        # None differs live: the change is the sysctl.d file alone.
-        return "; ".join(changed) if changed else f"{say(kind, after)} live; sysctl.d file rewritten"
+        # None differs live: the change is the sysctl.d file alone, created or rewritten.
+        return "; ".join(changed) if changed else f"{say(kind, after)} live; {differs or 'sysctl.d file rewritten'}"
     if kind == "kernel_cmdline" and isinstance(before, str) and isinstance(after, str):
         old, new = before.split(), after.split()
         added, removed = [w for w in new if w not in old], [w for w in old if w not in new]

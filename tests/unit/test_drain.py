@@ -195,6 +195,64 @@ def test_the_before_drain_hooks_run_on_the_controller_before_the_drain(tmp_path)
     assert posts == [("/out?pool=llm", {"event": "before_drain", "host": "gpu-x", "target": f"gpu-x:{port_of(srv)}"})]
 
 
+# The rollout's block around the drain (roles/infertune/tasks/apply.yml): the stage and the reason kept.
+RESCUED_DRAIN = """- name: Drain, or keep why not
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Drain, or keep why not
+      block:
+        - name: Drain
+          ansible.builtin.include_role:
+            name: infertune.fleet.sglang
+            tasks_from: drain
+      rescue:
+        - name: Keep the stage and the reason
+          ansible.builtin.copy:
+            content: "{{{{ {{'reached': infertune_reached | default('plan'), 'msg': ansible_failed_result.msg}} | to_json }}}}"
+            dest: {dest}
+            mode: "0644"
+"""
+
+
+@pytest.mark.parametrize("how", ["command", "url"])
+def test_a_failed_before_drain_hook_says_what_it_said_and_leaves_the_host_serving(tmp_path, how):
+    refuse = tmp_path / "bin" / "lb-refuse"
+    refuse.parent.mkdir(exist_ok=True)
+    refuse.write_text("#!/bin/sh\necho working >&2\necho \"lb refused to remove $INFERTUNE_HOST\" >&2\nexit 3\n")
+    refuse.chmod(0o755)
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(409)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    balancer = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=balancer.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{balancer.server_address[1]}/out"
+    hook = ({"sglang_before_drain_command": [str(refuse), "remove"]} if how == "command"
+            else {"sglang_before_drain_url": url})
+    (tmp_path / "hook.json").write_text(json.dumps(hook))
+    kept = tmp_path / "kept.json"
+    try:
+        with StandinSglang() as srv:
+            rc, out, calls, _ = run_drain(tmp_path, port_of(srv), "-e", f"@{tmp_path / 'hook.json'}",
+                                          play=RESCUED_DRAIN.format(dest=kept))
+    finally:
+        balancer.shutdown()
+    assert rc == 0 and "stop" not in " ".join(calls), out[-3000:]
+    stopped = json.loads(kept.read_text())
+    said = (f"{refuse} remove exited 3: working / lb refused to remove gpu-x" if how == "command"
+            else f"POST {url} answered 409: ")
+    assert stopped["msg"].startswith(f"before_drain hook {said}"), stopped
+    assert stopped["msg"].endswith("the host is left as it was (serving, not drained)")
+    # Never drained: the stage is the one before the drain.
+    assert stopped["reached"] == "plan"
+
+
 def test_check_mode_reads_once_and_neither_hooks_nor_stops(tmp_path):
     hook = {"sglang_before_drain_command": [str(tmp_path / "bin" / "lb-hook"), "remove"]}
     (tmp_path / "hook.json").write_text(json.dumps(hook))

@@ -248,6 +248,24 @@ def test_the_drain_row_lists_the_load_balancer_hooks_that_ran(tmp_path):
     assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01"]) == 0
     fleet = json.loads((tmp_path / "fleet.json").read_text())
     assert fleet["hosts"]["gpu-01"]["knobs"]["drain"]["tuning"]["hooks"] == ["before_drain"]
+    assert "| drain | sglang.service: active → stopped; hooks: before_drain |" in (tmp_path / "fleet.md").read_text()
+
+
+def test_a_host_the_run_failed_reads_as_what_was_done_not_as_tuned(tmp_path):
+    """A before-drain hook refused: the boot entry was written, the host never drained."""
+    write(tmp_path)
+    boot = {"changed": True, "applied": True, "before": "6.1.0-57-amd64", "after": "6.12.95+deb12-amd64"}
+    results = {"boot_kernel": boot, "sysctl": {"changed": True, "applied": False}}
+    failure = "Run the hook: before_drain hook /usr/local/bin/lb remove exited 1: lb refused to remove gpu-01"
+    run = {"gpu-01": {"verify": False, "results": results,
+                      "rollout": {"stage": "boot config", "failure": failure, "drained": False, "rebooted": False}}}
+    report.record(tmp_path / "hosts", run)
+    report.write(tmp_path, ["gpu-01"], run)
+    host = json.loads((tmp_path / "fleet.json").read_text())["hosts"]["gpu-01"]
+    assert host["result"] == "fail" and host["reason"] == f"failed in stage boot config: {failure}"
+    assert host["record"].startswith("stopped in stage boot config ")
+    assert host["record"].endswith(" (not drained, not rebooted): changed boot_kernel")
+    assert "tuned" not in host["record"]
 
 
 def test_failed_and_lost_hosts_are_failed_with_their_stage(tmp_path):

@@ -35,7 +35,7 @@ CPUS = {"governor": {"powersave": 128}, "epp": {"balance_performance": 120, "per
     ("apt_hold", None, "none held", "proxmox-default-kernel", "none held → held: proxmox-default-kernel"),
     ("boot_kernel", None, "Proxmox VE, 6.8.12-4-pve", "Proxmox VE, 6.14.11-4-pve",
      "default entry Proxmox VE, 6.8.12-4-pve → default entry Proxmox VE, 6.14.11-4-pve"),
-    ("drain", None, "active", "stopped", "sglang.service active → sglang.service stopped"),
+    ("drain", "sglang.service", "active", "stopped", "sglang.service: active → stopped"),
     ("reboot", None, "command line; default boot entry", "rebooted",
      "reboot needed: command line; default boot entry → rebooted"),
 ])
@@ -51,9 +51,25 @@ def test_an_unchanged_knob_says_its_value_once():
     assert report.change({"changed": False, "after": ""}, False, "reboot") == "no reboot needed (unchanged)"
 
 
+def test_a_file_alone_changing_says_whether_it_was_created():
+    result = {"changed": True, "applied": True, "before": {"kernel.numa_balancing": "0"},
+              "after": {"kernel.numa_balancing": "0"}, "differs": "/etc/sysctl.d/60-infertune-numa.conf created"}
+    assert report.change(result, False, "sysctl") == (
+        "kernel.numa_balancing: 0 live; /etc/sysctl.d/60-infertune-numa.conf created")
+
+
+def test_the_drain_row_names_the_hooks_that_ran():
+    drained = {"changed": True, "applied": True, "before": "active", "after": "stopped",
+               "hooks": ["before_drain", "after_serve"]}
+    said = report.change(drained, False, *report.kinds()["drain"])
+    assert said == "sglang.service: active → stopped; hooks: before_drain, after_serve"
+    assert report.clip(said) == said  # whole in fleet.md's cell
+    assert report.change(dict(drained, hooks=[]), False, "drain", "sglang.service") == "sglang.service: active → stopped"
+
+
 def test_the_catalog_names_each_knobs_kind_and_what_it_sets():
     kinds = report.kinds()
     assert kinds["sglang"] == ("systemd_unit", "sglang.service")
     assert kinds["nvidia_persistence"] == ("systemd_unit", "nvidia-persistenced.service")
     assert kinds["sysctl"] == ("sysctl", None)
-    assert kinds["pcie_mrrs"] == ("pcie_mrrs", None) and kinds["drain"] == ("drain", None)
+    assert kinds["pcie_mrrs"] == ("pcie_mrrs", None) and kinds["drain"] == ("drain", "sglang.service")
