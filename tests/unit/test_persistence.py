@@ -52,7 +52,8 @@ def test_check_mode_predicts_enable_and_start_and_runs_neither():
     assert actions == ["systemctl enable " + UNIT, "systemctl restart " + UNIT] and systemctl.calls == []
     # Starting the daemon disturbs no client: a host with only this pending is neither drained nor rebooted.
     assert knobs.summarize([ENTRY], results, "when_needed") == {
-        "pending": ["nvidia_persistence"], "failed": {}, "reboot": False, "reboot_reasons": [], "drain": False}
+        "pending": ["nvidia_persistence"], "failed": {}, "reboot": False, "reboot_reasons": [], "drain": False,
+        "drain_reasons": [], "live": []}
 
 
 def test_applied_it_enables_and_starts_then_stays_put():
@@ -75,6 +76,24 @@ def test_a_missing_unit_fails_in_the_plan_naming_it(answer, said):
     assert knobs.summarize([ENTRY], results, "when_needed")["failed"] == {
         "nvidia_persistence": results["nvidia_persistence"]["msg"]}
     assert systemctl.calls == []
+
+
+def test_a_host_without_systemctl_is_said_once_not_as_missing_units():
+    """No systemd (a container image, another init): every unit knob fails alike, in one line."""
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import NO_SYSTEMCTL, unit_states
+
+    def absent(argv):
+        return 127, "", f"{argv[0]}: command not found"
+    oneshot = next(e for e in CATALOG if e["name"] == "tuning_persistence")
+    entries = [ENTRY, dict(oneshot, args=dict(oneshot["args"], files=[]))]
+    results = knobs.predict(entries, runner=absent)
+    assert {name: r["msg"] for name, r in results.items()} == {
+        "nvidia_persistence": NO_SYSTEMCTL, "tuning_persistence": NO_SYSTEMCTL}
+    assert unit_states([UNIT], absent) == {UNIT: {"enabled": NO_SYSTEMCTL, "active": NO_SYSTEMCTL}}
+    failed = {name: r["msg"] for name, r in results.items()}
+    assert host_plan.knob_failures("gpu-07", entries, failed) == [
+        "gpu-07: nvidia_persistence, tuning_persistence (roles nvidia, tuning_persistence): systemctl not found"
+        " (this host does not run systemd); set nvidia_persistence_enabled: false to leave it out"]
 
 
 def test_a_static_unit_without_a_target_fails_instead_of_never_converging():

@@ -53,3 +53,13 @@ def test_every_gpu_check_reads_one_nvidia_smi_round_per_host():
     assert outcome(nvidia.test_nvidia_persistence, "h1", (state, rows, other), resolved({})) == (
         "h1: persistence mode: expected nvidia-persistenced.service enabled and active, Enabled on every GPU,"
         " found Disabled on GPU 1")
+
+
+def test_without_systemctl_persistence_is_what_the_gpus_report():
+    nvidia = load("test_nvidia")
+    reading = gpu_reading("sh: 1: systemctl: not found\n@@\n" + SMI.replace("Disabled", "Enabled") + "@@rc=0\n")
+    assert reading[0] == {"systemctl": "not found (this host does not run systemd)"}
+    assert outcome(nvidia.test_nvidia_persistence, "h1", reading, resolved({})) == "pass"
+    off = gpu_reading("sh: 1: systemctl: not found\n@@\n" + SMI + "@@rc=0\n")
+    assert outcome(nvidia.test_nvidia_persistence, "h1", off, resolved({})) == (
+        "h1: persistence mode: expected Enabled on every GPU, found Disabled on GPU 1")

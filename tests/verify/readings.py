@@ -59,9 +59,20 @@ GPU_QUERY = "index,pci.bus_id,compute_cap,persistence_mode,memory.total"
 GPU_FIELDS = len(GPU_QUERY.split(","))
 
 
+# The unit properties of a host without systemd: every check of a unit says it once.
+NO_SYSTEMCTL = {"systemctl": "not found (this host does not run systemd)"}
+
+
+def unit_properties(text):
+    """properties(text), or NO_SYSTEMCTL where the shell found no systemctl to run."""
+    found = properties(text)
+    return NO_SYSTEMCTL if not found and "systemctl" in text and "not found" in text else found
+
+
 def gpu_reading(output):
-    """`systemctl show ...; echo @@; nvidia-smi --query-gpu=<GPU_QUERY> ...; echo "@@rc=$?"` ->
-    ({unit property: value}, [row of GPU_FIELDS strings], [what nvidia-smi printed otherwise])."""
+    """`systemctl show ... 2>&1; echo @@; nvidia-smi --query-gpu=<GPU_QUERY> ...; echo "@@rc=$?"` ->
+    ({unit property: value} (NO_SYSTEMCTL without systemctl), [row of GPU_FIELDS strings], [what
+    nvidia-smi printed otherwise])."""
     unit, smi = sections(output, 2)
     rows, other = [], []
     for line in smi.splitlines():
@@ -70,4 +81,4 @@ def gpu_reading(output):
             rows.append(tuple(fields))
         elif line.strip() and not line.startswith("@@rc=0"):
             other.append(line.replace("@@rc=", "exit status ").strip())
-    return properties(unit), rows, other
+    return unit_properties(unit), rows, other

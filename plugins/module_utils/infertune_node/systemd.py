@@ -17,6 +17,8 @@ RUNNING = ("active", "activating", "reloading")
 # Where our drop-in for a packaged unit and its .wants link go.
 SYSTEM_DIR = "/etc/systemd/system"
 TRUE = ("1", "yes", "true", "on")
+# What a host without systemd answers every unit question with.
+NO_SYSTEMCTL = "systemctl not found (this host does not run systemd)"
 
 
 def _fragment(root, unit, gate):
@@ -58,6 +60,8 @@ def vendor_dropin(root, unit, drop_exec_args, gate):
 def _state(gate, verb, unit):
     # Read-only queries run in check mode too; an unknown unit answers non-zero with a word.
     rc, out, err = gate.runner(["systemctl", verb, unit])
+    if rc == 127:
+        raise TuningError(NO_SYSTEMCTL)
     return out.strip() or ("unknown" if rc else "")
 
 
@@ -69,6 +73,9 @@ def unit_states(units, runner):
         return {}
     gate = Gate(check_mode=True, runner=runner)
     rc, out, err = gate.runner(["systemctl", "show", "--property=LoadState,UnitFileState,ActiveState", "--"] + units)
+    if rc == 127:
+        # Said once per unit as a state no unit has; applying one fails with NO_SYSTEMCTL.
+        return {unit: {"enabled": NO_SYSTEMCTL, "active": NO_SYSTEMCTL} for unit in units}
     blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
               for block in out.strip().split("\n\n")] if rc == 0 else []
     if len(blocks) != len(units):
