@@ -169,3 +169,12 @@ def test_module_falls_back_to_choice_lists_when_sglang_cannot_import(venv, capsy
     check = result["argv_check"]
     assert (check["method"], check["ok"]) == ("choices", False)
     assert check["errors"][0].startswith("--moe-runner-backend nope is not one of auto")
+
+
+def test_a_venv_without_sglang_says_not_installed(tmp_path):
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import judge_host
+
+    result = judge_host(lambda argv: (0, "", ""), "node1", venv=str(tmp_path), backend="flashinfer_cutlass",
+                        quantization="modelopt_fp4", gpus=SM120)
+    assert result["reason"].startswith("host node1: MoE runner backend flashinfer_cutlass is unknown with sglang not"
+                                       " installed and flashinfer not installed.")

@@ -91,3 +91,6 @@ def test_refused_write_under_lockdown_names_the_port(fabric):
 def test_flat_tree_without_bridges_changes_nothing(pci_root):
     result = apply_acs(pci_root, "0x10de", CLASSES, False, Gate())
     assert result["before"] == {} and not result["changed"]
+    # Said as what it is, not as "0 port(s) above 0 GPU(s)".
+    assert result["msg"] == "not applicable: no root or switch port above any GPU (the GPUs sit on a root bus)"
+    assert apply_acs(pci_root, "0x1234", CLASSES, False, Gate())["msg"].endswith("(no GPU found)")

@@ -39,8 +39,13 @@ def test_only_the_differing_keys_are_written(root):
 def test_a_file_alone_changing_is_no_runtime_change(root):
     write(root, "/proc/sys/kernel/numa_balancing", "0\n")
     write(root, "/proc/sys/vm/swappiness", "10\n")
+    planned = apply_sysctls(root, SETTINGS, PATH, Gate(check_mode=True))
     result = apply_sysctls(root, SETTINGS, PATH, Gate())
     assert result["changed"] and not result["runtime_pending"]
+    # Every value runs already: the file is the change, said as what happens to it.
+    assert planned["differs"] == result["differs"] == PATH + " created"
+    write(root, PATH, "# edited by hand\n")
+    assert apply_sysctls(root, SETTINGS, PATH, Gate())["differs"] == PATH + " rewritten"
 
 
 def test_multi_field_values_compare_by_field(root):

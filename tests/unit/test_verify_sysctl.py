@@ -36,7 +36,7 @@ def test_a_tuned_host_passes(tmp_path):
 def test_every_entry_is_read_live_and_from_the_file(tmp_path):
     found = outcome(VERIFY.test_sysctl, "h1", host(tmp_path, swappiness="60", conf="kernel.numa_balancing = 0\n"), WANT)
     assert found == ("h1: sysctls: expected kernel.numa_balancing=0, vm.swappiness=10 live and from %s at boot, found"
-                     " vm.swappiness live 60; %s sets vm.swappiness to nothing; no sysctl.d file sets vm.swappiness"
+                     " vm.swappiness live 60; %s does not set vm.swappiness; no sysctl.d file sets vm.swappiness"
                      " (the kernel default applies at boot)" % (CONF, CONF))
 
 

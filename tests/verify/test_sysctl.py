@@ -72,7 +72,7 @@ def test_sysctl(name, sh, want):
         if not same(running, value):
             problems.append(f"{sysctl} live {running}")
         if len(ours) != 1 or not same(ours[0], value):
-            problems.append(f"{conf} sets {sysctl} to {ours[0] if ours else 'nothing'}")
+            problems.append(f"{conf} sets {sysctl} to {ours[0]}" if ours else f"{conf} does not set {sysctl}")
         if not boot:
             problems.append(f"no sysctl.d file sets {sysctl} (the kernel default applies at boot)")
         elif not same(boot[-1][1], value):

@@ -489,7 +489,8 @@ def judge_host(run, host, venv="/opt/sglang/venv", backend=None, quantization=No
                         kernels or {}, allreduce_fusion)
         result.update(verdict=judged["verdict"], findings=judged["findings"], sources=judged["sources"])
         result["reason"] = "host %s: MoE runner backend %s is %s with sglang %s and flashinfer %s. %s" % (
-            host, backend, judged["verdict"], sglang_version, flashinfer_version, " ".join(judged["reasons"]))
+            host, backend, judged["verdict"], sglang_version or "not installed",
+            flashinfer_version or "not installed", " ".join(judged["reasons"]))
     if argv is not None:
         result["argv_check"] = check_argv(run, venv, argv, lists, sglang_dir)
     return result

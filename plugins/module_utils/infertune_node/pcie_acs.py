@@ -85,7 +85,9 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
     gpus = {gpu for below in ports.values() for gpu in below}
     # A switch upstream port never carries ACS (the PCIe spec gives it none): no port to name.
     without = sorted(bdf for bdf in set(ports) - set(before) if pcie.port_type(configs[bdf]) != pcie.UPSTREAM_PORT)
-    msg = "ACS redirect off on %d port(s) above %d GPU(s)" % (len(before), len(gpus))
+    msg = ("ACS redirect off on %d port(s) above %d GPU(s)" % (len(before), len(gpus)) if ports
+           else "not applicable: no root or switch port above any GPU (%s)" % (
+               "the GPUs sit on a root bus" if pcie.find_devices(root, vendor, classes) else "no GPU found"))
     if without:
         msg += "; no ACS capability (nothing to clear) on %s" % ", ".join(without)
     return {"changed": bool(todo), "before": {b: _hex(v) for b, v in before.items()},

@@ -36,8 +36,8 @@ def apply_sysctls(root, settings, path, gate):
         raise TuningError("not on this kernel: %s" % ", ".join("%s (no %s)" % (n, proc_path(n)) for n in missing))
     content = render(settings)
     target = sysfs.path(root, path)
-    old = ""
-    if os.path.exists(target):
+    old, existed = "", os.path.exists(target)
+    if existed:
         with open(target) as handle:
             old = handle.read()
     if old != content:
@@ -51,7 +51,11 @@ def apply_sysctls(root, settings, path, gate):
              for item in settings if not _same(after[item["name"]], item["value"])]
     if wrong:
         raise TuningError("; ".join(wrong))
-    return {"changed": bool(differing) or old != content, "before": running, "after": after,
-            "runtime_pending": bool(differing), "path": path,
-            "diff": {"before": old, "after": content, "before_header": path, "after_header": path},
-            "msg": "%d sysctl%s live, persisted in %s" % (len(settings), "" if len(settings) == 1 else "s", path)}
+    result = {"changed": bool(differing) or old != content, "before": running, "after": after,
+              "runtime_pending": bool(differing), "path": path,
+              "diff": {"before": old, "after": content, "before_header": path, "after_header": path},
+              "msg": "%d sysctl%s live, persisted in %s" % (len(settings), "" if len(settings) == 1 else "s", path)}
+    if old != content and not differing:
+        # Every value runs already: the change is the file, which the plan and the report name.
+        result["differs"] = "%s %s" % (path, "rewritten" if existed else "created")
+    return result
