@@ -84,7 +84,7 @@ lab-image-trixie: lab-up
 
 # The collection's tarball (build/collection) and the execution environment's build context
 # (build/ee: Containerfile, the tarball, requirements), offline. Building the image from it
-# needs a registry: README, "Install as a collection".
+# needs a registry: docs/collection.md, "Execution environment".
 ee-context: setup
 	rm -rf build/collection build/ee
 	$(BIN)/ansible-galaxy collection build --output-path build/collection

@@ -1,8 +1,8 @@
-"""README variable tables, generated from the argument specs and the validation rules.
+"""docs/variables.md's tables, generated from the argument specs and the validation rules.
 
     python -m infertune.docs_vars            # print the generated Markdown
-    python -m infertune.docs_vars --write    # replace README.md between the markers
-    python -m infertune.docs_vars --check    # exit 1 when README.md differs
+    python -m infertune.docs_vars --write    # replace docs/variables.md between the markers
+    python -m infertune.docs_vars --check    # exit 1 when docs/variables.md differs
 
 Per role (and the rollout shape): variable, default, type with its allowed values (choices from
 argument_specs, ranges and character sets from infertune.validation.rules(): RULES and the knob
@@ -18,7 +18,7 @@ from . import docsection, validation
 
 START = "<!-- variables:start -->"
 END = "<!-- variables:end -->"
-README = validation.PROJECT / "README.md"
+DOC = validation.PROJECT / "docs" / "variables.md"
 
 # Pipeline order; roles not listed follow in name order.
 ORDER = ["kernel", "kernel_cmdline", "kernel_reboot", "cpu_power", "sysctl", "pcie", "nvidia",
@@ -72,7 +72,7 @@ def type_text(name, option):
 def role_table(spec):
     lines = []
     title = spec.role if spec.role != "rollout" else "rollout (`%s`, or -e)" % validation.ROLLOUT_DEFAULTS
-    lines.append("### %s" % title)
+    lines.append("## %s" % title)
     lines.append("")
     if spec.short_description:
         lines.append(_escape(spec.short_description.rstrip(".")) + ".")
@@ -108,11 +108,11 @@ def render(root=str(validation.PROJECT)):
 
 def rewrite(text, generated):
     """text with the part between the markers (markers included) replaced; ValueError without markers."""
-    return docsection.rewrite(text, generated, START, END, "README.md")
+    return docsection.rewrite(text, generated, START, END, "docs/variables.md")
 
 
 def main(argv=None):
-    return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--readme", README,
+    return docsection.main(argv, __doc__.splitlines()[0], render, rewrite, "--doc", DOC,
                            "the variables section", "infertune.docs_vars")
 
 

@@ -1,5 +1,5 @@
 """A generated section of a document: the part between two HTML comment markers, rewritten
-from code (the README's variables, docs/gpu-gate.md's MoE verdicts) and checked by a unit
+from code (docs/variables.md's tables, docs/gpu-gate.md's MoE verdicts) and checked by a unit
 test so the document cannot go stale."""
 import argparse
 from pathlib import Path

@@ -7,7 +7,7 @@ Each part held once:
   a role; its declaration is ``ROLLOUT_SPEC`` below (or ``playbooks/meta/argument_specs.yml``,
   entry ``rollout``, when that file exists).
 * What an argument spec cannot express (ranges, character sets, per-element and per-key
-  rules), each rule with the text the README table shows: for a variable a knob's arguments
+  rules), each rule with the text docs/variables.md's table shows: for a variable a knob's arguments
   read, in that knob's catalog entry (``rules`` in ``roles/infertune/vars/main.yml``, data
   naming the rule makers of ``MAKERS``); for the others, ``RULES`` below. ``rules()`` joins them.
 

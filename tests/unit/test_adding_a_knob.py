@@ -1,4 +1,4 @@
-"""README's "Adding a knob" lists the files a new kind of knob touches, and every knob of the
+"""docs/adding-a-knob.md lists the files a new kind of knob touches, and every knob of the
 catalog has what it needs from exactly those: apply code registered in knobs.py, a catalog entry
 with its label, stage, verification and rules, declared variables, a unit test importing its
 apply code, and its verification tests."""
@@ -11,7 +11,7 @@ from fakehost import REPO
 
 from infertune import docs_knobs, validation
 
-# The numbered items of the README section, each naming the file it is about first.
+# The numbered items of docs/adding-a-knob.md, each naming the file it is about first.
 FILES = ["plugins/module_utils/infertune_node/<kind>.py", "roles/infertune/vars/main.yml",
          "roles/<role>/meta/argument_specs.yml", "tests/unit/test_<kind>.py", "tests/verify/test_<kind>.py"]
 STAGES = ("boot", "runtime", "persist", "service")
@@ -22,9 +22,7 @@ VERIFY_TESTS = set(re.findall(r"^def test_(\w+)\(", "".join(
 
 
 def section():
-    text = (REPO / "README.md").read_text()
-    start = text.index("## Adding a knob\n")
-    return text[start:text.index("\n## ", start + 1)]
+    return (REPO / "docs" / "adding-a-knob.md").read_text()
 
 
 def apply_modules(module):
@@ -58,7 +56,7 @@ def variables_named(value):
 
 
 def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
-    """What the entry lacks from the files the README lists, one line each."""
+    """What the entry lacks from the files docs/adding-a-knob.md lists, one line each."""
     declared = validation.declared() if declared is None else declared
     internal = validation.internal_names() if internal is None else internal
     name, missing = entry.get("name", "?"), []

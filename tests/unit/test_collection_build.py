@@ -43,7 +43,7 @@ def test_the_tarball_holds_what_runs_without_the_checkout(members):
     wanted = {str(p.relative_to(REPO)) for top in RUNTIME for p in (REPO / top).rglob("*")
               if p.is_file() and "__pycache__" not in p.parts}
     assert wanted - members == set()
-    assert {"pytest.ini", "docs/collection-ansible.cfg", "MANIFEST.json"} <= members
+    assert {"pytest.ini", "docs/collection-ansible.cfg", "MANIFEST.json", "LICENSE"} <= members
 
 
 def test_the_tarball_holds_nothing_of_the_lab_the_benchmarks_or_the_checkouts_config(members):

@@ -1,4 +1,4 @@
-"""README's variable tables are generated from the argument specs, and the specs agree with the defaults."""
+"""docs/variables.md's tables are generated from the argument specs, and the specs agree with the defaults."""
 import subprocess
 import sys
 
@@ -11,21 +11,22 @@ from infertune import docs_vars, validation
 SPECS = validation.load_specs()
 
 
-def test_readme_variables_section_is_generated():
-    text = (REPO / "README.md").read_text()
+def test_the_variables_page_is_generated():
+    text = (REPO / "docs" / "variables.md").read_text()
+    assert docs_vars.DOC == REPO / "docs" / "variables.md"
     assert docs_vars.START in text and docs_vars.END in text
     assert docs_vars.rewrite(text, docs_vars.render()) == text, (
-        "README.md's variables section is out of date: run .venv/bin/python -m infertune.docs_vars --write")
+        "docs/variables.md is out of date: run .venv/bin/python -m infertune.docs_vars --write")
 
 
 def test_check_command(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text("# x\n\n## Variables\n\nIntro.\n\n%s\nstale\n%s\n\n## Next\n" % (docs_vars.START, docs_vars.END))
-    command = [sys.executable, "-m", "infertune.docs_vars", "--readme", str(readme)]
+    doc = tmp_path / "variables.md"
+    doc.write_text("# x\n\n## Variables\n\nIntro.\n\n%s\nstale\n%s\n\n## Next\n" % (docs_vars.START, docs_vars.END))
+    command = [sys.executable, "-m", "infertune.docs_vars", "--doc", str(doc)]
     assert subprocess.run(command + ["--check"], cwd=REPO, capture_output=True).returncode == 1
     assert subprocess.run(command + ["--write"], cwd=REPO, capture_output=True).returncode == 0
     assert subprocess.run(command + ["--check"], cwd=REPO, capture_output=True).returncode == 0
-    text = readme.read_text()
+    text = doc.read_text()
     assert text.startswith("# x\n\n## Variables\n\nIntro.\n\n<!-- variables:start -->") and text.endswith("\n\n## Next\n")
     assert "| `sglang_port` | `30000` | int; 1-65535 |" in text
 
@@ -77,4 +78,4 @@ def test_table_shows_rules_choices_and_secrets():
     assert "| `gpu_gate_expected_count` | `8` | int; 1-1024 |" in text
     assert "| `kernel_reboot_strategy` | `when_needed` | str; one of `when_needed`, `never`, `always` |" in text
     assert "`sglang_api_key` | `\"\"` | str; secret (never logged or shown) |" in text
-    assert "### rollout" in text
+    assert "## rollout" in text

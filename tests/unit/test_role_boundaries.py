@@ -14,7 +14,7 @@ from infertune import publish
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p.name for p in (REPO / "roles").iterdir() if (p / "meta").is_dir())
 # Registers another role or the plan genuinely reads, documented as the role's outputs
-# (README.md, the role's section): what sglang's files and checks read the installed release,
+# (docs/design.md, "What the roles publish"): what sglang's files and checks read the installed release,
 # the backend verdict and the command-line check from, which the plan publishes too.
 PUBLISHED_REGISTERS = {"sglang_support", "sglang_argv_check"}
 INTERNAL = re.compile(r"(?<![\w.])__([a-z][a-z0-9_]*[a-z0-9])(?![\w(])")
@@ -85,9 +85,10 @@ def test_every_register_is_internal_to_its_role_or_a_documented_output():
 
 
 def test_documented_outputs_are_documented():
-    readme = (REPO / "README.md").read_text()
+    design = (REPO / "docs" / "design.md").read_text()
+    section = design[design.index("## What the roles publish\n"):]
     for name in sorted(PUBLISHED_REGISTERS | set(publish.NAMES)):
-        assert f"`{name}`" in readme, name
+        assert f"`{name}`" in section, name
 
 
 def test_no_role_playbook_or_plugin_reads_another_roles_internals():

@@ -534,7 +534,7 @@ Rules live in these places only: type, `elements`, `choices` and defaults in
 `infertune/validation.py`); ranges, character sets and per-element rules of a variable a knob
 reads in that knob's catalog entry (`rules` in `roles/infertune/vars/main.yml`, naming the
 rule makers of `MAKERS` in `infertune/validation.py`), those of the other variables in `RULES`
-of `infertune/validation.py`. The README's variable tables are generated from them.
+of `infertune/validation.py`. The variable tables of `docs/variables.md` are generated from them.
 
 Decisions:
 
