@@ -33,7 +33,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
-from infertune_node import sysctl
+from infertune_node import cmdline, kinds
+from infertune_node.kind import Rule, is_int as _ok_int
 
 from . import COLLECTION
 from . import publish
@@ -111,17 +112,8 @@ def show(value):
 
 # --------------------------------------------------------------------------- rules
 
-class Rule:
-    """check(value, emit) calls emit(rule_text, suffix="", value=...) for each problem."""
-
-    def __init__(self, doc, check):
-        self.doc = doc
-        self.check = check
-
-
-def _ok_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
+# Rule (check(value, emit) calls emit(rule_text, suffix="", value=...) for each problem) is the
+# kinds' too: a knob kind brings the rule makers its variables need (infertune_node/kind.py).
 
 def number_range(low=None, high=None, unit=""):
     """Numbers low..high (inclusive); values were converted to the declared type already."""
@@ -213,49 +205,9 @@ def file_mode():
     return Rule('octal string, no setuid/setgid/sticky, not world-writable', check)
 
 
-# Kernel command line: key, key=value, key="value"; the kernel treats - and _ alike in keys.
-_CMDLINE_KEY = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
-_CMDLINE_VALUE = r"[A-Za-z0-9_.,:/+=@-]*"
-_CMDLINE_QUOTED = r'"[A-Za-z0-9_.,:/+=@ -]*"'
-_CMDLINE_PARAM = re.compile(r"(%s)(=(%s|%s))?" % (_CMDLINE_KEY, _CMDLINE_VALUE, _CMDLINE_QUOTED))
-PROTECTED_CMDLINE_KEYS = ("root", "boot", "init", "ro", "rw")
 # Keys the pcie role puts on the command line (plugins/module_utils/infertune_node/pcie_fabric.py).
 IOMMU_CMDLINE_KEYS = ("iommu", "amd_iommu", "intel_iommu", "iommu.passthrough")
 LINK_PM_CMDLINE_KEYS = ("pcie_aspm", "pcie_port_pm")
-
-
-def _cmdline_key(token):
-    return token.split("=", 1)[0].replace("-", "_")
-
-
-def cmdline_param():
-    doc = 'key, key=value or key="value"; keys [A-Za-z0-9_.-], values [A-Za-z0-9_.,:/+=@-] (spaces only inside quotes)'
-
-    def check(value, emit):
-        if not isinstance(value, str):
-            return
-        if value.strip() == "":
-            emit("must not be an empty entry")
-        elif not _CMDLINE_PARAM.fullmatch(value):
-            emit("must be " + doc)
-        elif _cmdline_key(value) == "amd_pstate":
-            emit("amd_pstate comes from cpu_power_amd_pstate_mode; do not list it here")
-    return Rule(doc, check)
-
-
-def cmdline_remove_key():
-    doc = "a key [A-Za-z0-9_.-], not %s" % ", ".join(PROTECTED_CMDLINE_KEYS)
-
-    def check(value, emit):
-        if not isinstance(value, str):
-            return
-        if value.strip() == "":
-            emit("must not be an empty entry")
-        elif not re.fullmatch(_CMDLINE_KEY, value):
-            emit("must be a parameter key [A-Za-z0-9_.-] (no =value)")
-        elif _cmdline_key(value) in PROTECTED_CMDLINE_KEYS:
-            emit("must not remove %s (the host would not boot)" % value)
-    return Rule(doc, check)
 
 
 _LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -329,94 +281,6 @@ def environment():
                 emit("%s is reserved (sglang_api_key sets it)" % name, "", name)
             elif isinstance(item, (Mapping, list, tuple)) or item is None:
                 emit("value must be a string, number or boolean", ".%s" % name, item)
-    return Rule(doc, check)
-
-
-_MODULE_NAME = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def module_options():
-    doc = "module -> {parameter: value}; names [A-Za-z0-9_-]+, values without whitespace or #"
-
-    def check(value, emit):
-        if not isinstance(value, Mapping):
-            return
-        for module, params in value.items():
-            if not isinstance(module, str) or not _MODULE_NAME.fullmatch(module) or len(module) > 64:
-                emit("module name must match [A-Za-z0-9_-]+", "", module)
-                continue
-            if params is None:
-                continue
-            if not isinstance(params, Mapping):
-                emit("must be a mapping of parameter to value", ".%s" % module, params)
-                continue
-            for param, item in params.items():
-                where = ".%s" % module
-                if not isinstance(param, str) or not _MODULE_NAME.fullmatch(param) or len(param) > 64:
-                    emit("parameter name must match [A-Za-z0-9_-]+", where, param)
-                    continue
-                where += ".%s" % param
-                if isinstance(item, bool):
-                    continue
-                if _ok_int(item):
-                    if item.bit_length() > 64:
-                        emit("must be a 64-bit number", where, item)
-                    continue
-                if isinstance(item, float):
-                    if not math.isfinite(item):
-                        emit("must be a finite number", where, item)
-                    continue
-                if not isinstance(item, str):
-                    emit("value must be a string, number or boolean", where, item)
-                elif item == "" or len(item) > 1024 or re.search(r"[\s#]", item):
-                    emit("value must be non-empty, without whitespace or #", where, item)
-    return Rule(doc, check)
-
-
-# Names in the dotted form the host side takes (a name becomes a path under /proc/sys); values
-# are what sysctl -n prints: words of this set separated by single spaces (multi-field sysctls),
-# nothing a shell, a unit or sysctl.d would read as syntax.
-_SYSCTL_NAME = sysctl.NAME
-_SYSCTL_VALUE = re.compile(r"[A-Za-z0-9_.,:/+=@-]+( [A-Za-z0-9_.,:/+=@-]+)*")
-
-
-# Sysctls whose range the kernel documents: a value outside it would be refused by the kernel
-# only when the runtime stage writes it, after the drain, rather than before any change.
-SYSCTL_RANGES = {"kernel.numa_balancing": (0, 3), "vm.swappiness": (0, 200)}
-
-
-def sysctl_settings():
-    doc = ("a list of {name, value}: names dotted [a-z0-9_]+(.[A-Za-z0-9_-]+)+, each once; values"
-           " [A-Za-z0-9_.,:/+=@-] words separated by single spaces; %s" % ", ".join(
-               "%s %d-%d" % (name, low, high) for name, (low, high) in SYSCTL_RANGES.items()))
-
-    def check(value, emit):
-        if not isinstance(value, (list, tuple)):
-            return
-        seen = set()
-        for index, item in enumerate(value):
-            where = "[%d]" % index
-            if not isinstance(item, Mapping) or set(item) != {"name", "value"}:
-                emit("must be a mapping with the keys name and value, no other", where,
-                     ", ".join(sorted(map(str, item))) if isinstance(item, Mapping) else item)
-                continue
-            name, setting = item["name"], item["value"]
-            if not isinstance(name, str) or len(name) > 256 or not _SYSCTL_NAME.fullmatch(name):
-                emit("name must be a dotted sysctl name [a-z0-9_]+(.[A-Za-z0-9_-]+)+", where + ".name", name)
-            elif name in seen:
-                emit("name must appear once (%s is set twice)" % name, where + ".name", name)
-            seen.add(name)
-            # A number is what it prints as; a boolean would become True, which no sysctl takes.
-            if _ok_int(setting):
-                setting = str(setting)
-            if not isinstance(setting, str):
-                emit("value must be a string or an integer", where + ".value", setting)
-            elif len(setting) > 4096 or not _SYSCTL_VALUE.fullmatch(setting):
-                emit("value must be [A-Za-z0-9_.,:/+=@-] words separated by single spaces", where + ".value", setting)
-            elif name in SYSCTL_RANGES:
-                low, high = SYSCTL_RANGES[name]
-                if not (setting.isdigit() and low <= int(setting) <= high):
-                    emit("value must be an integer %d-%d for %s" % (low, high, name), where + ".value", setting)
     return Rule(doc, check)
 
 
@@ -579,14 +443,15 @@ RULES = {
 }
 
 # The rule makers a catalog entry's rules may name: {maker: [arguments]} (a bare name without
-# arguments; each's argument is itself a rule).
+# arguments; each's argument is itself a rule). The generic ones here, a kind's own in its module
+# (infertune_node, KIND.makers).
 MAKERS = {
     "number_range": number_range, "fraction_or_zero": fraction_or_zero, "pattern": pattern,
     "non_empty": non_empty, "each": each, "file_suffix": file_suffix, "file_mode": file_mode,
-    "cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key, "host_address": host_address,
-    "model_path": model_path, "unit_text": unit_text, "environment": environment,
-    "module_options": module_options, "sysctl_settings": sysctl_settings, "no_secret_flags": no_secret_flags, "batch": batch,
-    "count_or_percent": count_or_percent, "hook_command": hook_command, "http_url": http_url,
+    "host_address": host_address, "model_path": model_path, "unit_text": unit_text, "environment": environment,
+    "no_secret_flags": no_secret_flags, "batch": batch, "count_or_percent": count_or_percent,
+    "hook_command": hook_command, "http_url": http_url,
+    **{name: maker for kind in kinds.KINDS.values() for name, maker in kind.makers.items()},
 }
 
 
@@ -679,14 +544,14 @@ def _cross_checks(values, add):
     if _all_str(params):
         seen = {}
         for index, token in enumerate(params):
-            key = _cmdline_key(token)
+            key = cmdline.key(token)
             if key in seen:
                 add("kernel_cmdline_params", "key %s appears twice (entries %d and %d)" % (key, seen[key], index),
                     "kernel_cmdline_params[%d]" % index, token)
             seen[key] = index
         if _all_str(remove):
             for index, token in enumerate(remove):
-                if _cmdline_key(token) in seen:
+                if cmdline.key(token) in seen:
                     add("kernel_cmdline_remove", "removes a key that kernel_cmdline_params sets",
                         "kernel_cmdline_remove[%d]" % index, token)
         # The fabric's parameters come from the pcie role; the same key twice would fight over the value.
@@ -697,9 +562,9 @@ def _cross_checks(values, add):
             fabric.update(dict.fromkeys(LINK_PM_CMDLINE_KEYS, "pcie_link_pm_off"))
         for variable, tokens in (("kernel_cmdline_params", params), ("kernel_cmdline_remove", remove)):
             for index, token in enumerate(tokens if _all_str(tokens) else []):
-                if _cmdline_key(token) in fabric:
+                if cmdline.key(token) in fabric:
                     add(variable, "%s comes from %s (role pcie); do not list it here"
-                        % (token.split("=", 1)[0], fabric[_cmdline_key(token)]), "%s[%d]" % (variable, index), token)
+                        % (token.split("=", 1)[0], fabric[cmdline.key(token)]), "%s[%d]" % (variable, index), token)
     secret = values.get("sglang_secret_environment")
     for variable in ("sglang_nccl_environment", "sglang_environment"):
         env = values.get(variable)

@@ -55,4 +55,4 @@ def test_a_catalog_rule_that_cannot_be_built_stops_the_validation(tmp_path):
         "infertune_knobs: %s: k rules of rollout_allow_single_batch: no rule maker 'no_such' (known: batch, cmdline_param,"
         " cmdline_remove_key, count_or_percent, each, environment, file_mode, file_suffix, fraction_or_zero,"
         " hook_command, host_address, http_url, model_path, module_options, no_secret_flags, non_empty,"
-        " number_range, pattern, sysctl_settings, unit_text)" % validation.CATALOG]
+        " number_range, pattern, sysctl_settings, sysfs_settings, unit_text)" % validation.CATALOG]
