@@ -98,7 +98,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.ide
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot, target_kernel
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict, summarize
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check as check_weights
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import ReadError, judge_host
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
 
