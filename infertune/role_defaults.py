@@ -1,6 +1,7 @@
-"""Each role's defaults/main.yml, generated from its meta/argument_specs.yml: the spec is the one
-source of a variable's type, default and description, and Ansible sets role defaults only from
-defaults/main.yml.
+"""Each role's defaults/main.yml, generated from its meta/argument_specs.yml, and the rollout's
+playbooks/vars/rollout.yml from playbooks/meta/argument_specs.yml: the spec is the one source of a
+variable's type, default and description, and Ansible sets role defaults only from defaults/main.yml
+(the playbooks read the rollout's vars file).
 
     python -m infertune.role_defaults            # print every generated file
     python -m infertune.role_defaults --write    # write them
@@ -40,7 +41,8 @@ def options(spec):
 
 
 def render(spec):
-    """defaults/main.yml of a role: each option of its spec with its default, under its description."""
+    """defaults/main.yml of a role (the rollout's vars file): each option of its spec with its default,
+    under its description."""
     return HEADER % spec.source + "".join("\n%s\n%s\n" % (_comment(description), _dump(name, default))
                                           for name, default, description in options(spec))
 
@@ -48,7 +50,7 @@ def render(spec):
 def generated(root=str(validation.PROJECT)):
     """{defaults file: its text} for every role with an argument spec."""
     specs = validation.load_specs(root)
-    return {Path(root) / spec.defaults_file: render(spec) for role, spec in specs.items() if role != "rollout"}
+    return {Path(root) / spec.defaults_file: render(spec) for spec in specs.values()}
 
 
 def main(argv=None):

@@ -4,8 +4,8 @@ Each part held once:
 
 * ``roles/*/meta/argument_specs.yml`` (every entry point): which variables exist, their type,
   ``elements``, ``choices``, ``default``, ``no_log`` and description. The rollout shape is not
-  a role; its declaration is ``ROLLOUT_SPEC`` below (or ``playbooks/meta/argument_specs.yml``,
-  entry ``rollout``, when that file exists).
+  a role; its declaration is ``playbooks/meta/argument_specs.yml`` (entry ``rollout``), from which
+  ``playbooks/vars/rollout.yml`` is generated.
 * What an argument spec cannot express (ranges, character sets, per-element and per-key
   rules), each rule with the text docs/variables.md's table shows: for a variable a knob's arguments
   read, in that knob's catalog entry (``rules`` in ``roles/infertune/vars/main.yml``, data
@@ -496,42 +496,9 @@ def catalog_rules(catalog):
     return result
 
 
-# The rollout shape is no role: declared here, in argument_specs form, until it has a spec file
-# (playbooks/meta/argument_specs.yml, entry "rollout", replaces this when present).
-ROLLOUT_SPEC = {
-    "short_description": "Rollout shape: canary, batches and the failures a batch may have (playbooks/vars/rollout.yml or -e).",
-    "options": {
-        "rollout_canary_count": {
-            "type": "int", "default": 1,
-            "description": "Hosts converged first, alone; if any of them fails, no other host is touched.",
-        },
-        "rollout_batches": {
-            "type": "list", "elements": "raw", "default": ["25%"],
-            "description": "Batch sizes after the canary (Ansible serial); the last one repeats until every host is done.",
-        },
-        "rollout_max_failures": {
-            "type": "raw", "default": "25%",
-            "description": "Failures the whole rollout may have before it stops (checked before every batch), as a"
-                           " count or a percentage of the run's hosts; failed plans and lost hosts count.",
-        },
-        "rollout_connect_timeout": {
-            "type": "int", "default": 60,
-            "description": "Seconds a host is waited for at the start of its batch; one that does not answer by then"
-                           " fails with the reason and counts against rollout_max_failures.",
-        },
-        "rollout_allow_single_batch": {
-            "type": "bool", "default": False,
-            "description": 'Allow a batch of the whole fleet ("100%"); refused otherwise.',
-        },
-        "rollout_slice_max_failures": {
-            "type": "raw", "default": "",
-            "description": "Failures each slice of a sliced apply may have (AWX job slicing: the inventory's gpu_nodes"
-                           " holds fewer hosts than infertune_fleet_size), replacing rollout_max_failures there;"
-                           " empty refuses an apply on a slice. Every slice runs its own canary at the same time and"
-                           " the fleet may lose this many hosts per slice (docs/awx.md).",
-        },
-    },
-}
+# The rollout shape is no role's: its declaration, in argument_specs form, and the vars file generated
+# from it (infertune.role_defaults) that the playbooks read.
+ROLLOUT_SPEC_FILE = "playbooks/meta/argument_specs.yml"
 ROLLOUT_DEFAULTS = "playbooks/vars/rollout.yml"
 # The knob catalog, whose entries carry their variables' rules.
 CATALOG = "roles/infertune/vars/main.yml"
@@ -775,15 +742,12 @@ def load_specs(root=str(PROJECT)):
                 options.setdefault(name, Option(name, role, dict(spec or {})))
         specs[role] = RoleSpec(role, str(spec_file.relative_to(base)), short, options,
                                "roles/%s/defaults/main.yml" % role)
-    rollout_file = base / "playbooks" / "meta" / "argument_specs.yml"
-    rollout = ROLLOUT_SPEC
-    source = "infertune/validation.py (ROLLOUT_SPEC)"
+    rollout_file = base / ROLLOUT_SPEC_FILE
     if rollout_file.exists():
-        rollout = ((_load_yaml(rollout_file) or {}).get("argument_specs") or {}).get("rollout") or rollout
-        source = str(rollout_file.relative_to(base))
-    specs["rollout"] = RoleSpec("rollout", source, rollout.get("short_description", ""),
-                                {n: Option(n, "rollout", dict(s or {})) for n, s in rollout["options"].items()},
-                                ROLLOUT_DEFAULTS)
+        rollout = (_load_yaml(rollout_file) or {})["argument_specs"]["rollout"]
+        specs["rollout"] = RoleSpec("rollout", ROLLOUT_SPEC_FILE, rollout.get("short_description", ""),
+                                    {n: Option(n, "rollout", dict(s or {})) for n, s in rollout["options"].items()},
+                                    ROLLOUT_DEFAULTS)
     return specs
 
 

@@ -12,11 +12,11 @@ from fakehost import REPO
 from infertune import validation
 
 # The declarations, read here from the files themselves rather than through validation.
-SPEC_FILES = sorted(REPO.glob("roles/*/meta/argument_specs.yml"))
+SPEC_FILES = sorted(REPO.glob("roles/*/meta/argument_specs.yml")) + [REPO / "playbooks" / "meta" / "argument_specs.yml"]
 
 
 def declared_booleans():
-    names = {name for name, spec in validation.ROLLOUT_SPEC["options"].items() if spec.get("type") == "bool"}
+    names = set()
     for path in SPEC_FILES:
         for entry in (yaml.safe_load(path.read_text())["argument_specs"] or {}).values():
             names.update(name for name, spec in (entry.get("options") or {}).items()

@@ -530,8 +530,8 @@ prints, one line per problem (here for a host named `gpu-07`). Secret values
 `PYTHONPATH=. .venv/bin/python tests/unit/test_validation.py`; a unit test fails when it is out of date.
 
 Rules live in these places only: type, `elements`, `choices` and defaults in
-`roles/*/meta/argument_specs.yml` (the rollout shape in `ROLLOUT_SPEC` of
-`infertune/validation.py`); ranges, character sets and per-element rules of a variable a knob
+`roles/*/meta/argument_specs.yml` (the rollout shape in `playbooks/meta/argument_specs.yml`, from
+which `playbooks/vars/rollout.yml` is generated); ranges, character sets and per-element rules of a variable a knob
 reads in that knob's catalog entry (`rules` in `roles/infertune/vars/main.yml`, naming the
 rule makers of `MAKERS` in `infertune/validation.py`), those of the other variables in `RULES`
 of `infertune/validation.py`. The variable tables of `docs/variables.md` are generated from them.
