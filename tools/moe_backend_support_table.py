@@ -20,13 +20,13 @@ import yaml
 # Run as a script from the checkout: its root holds the controller package. A development tool,
 # not shipped with the collection (galaxy.yml's build_ignore): the sources it reads are the tests'.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from infertune import docsection, roofline, validation  # noqa: E402
+from infertune import docsection, roofline, specs  # noqa: E402
 from infertune_node import moe_backend_support  # noqa: E402
 
 START = "<!-- moe-backend-support:start -->"
 END = "<!-- moe-backend-support:end -->"
-DOC = validation.PROJECT / "docs" / "gpu-gate.md"
-SOURCES = validation.PROJECT / "tests" / "fixtures" / "moe_sources"
+DOC = specs.PROJECT / "docs" / "gpu-gate.md"
+SOURCES = specs.PROJECT / "tests" / "fixtures" / "moe_sources"
 SGLANG, FLASHINFER = "0.5.23", "0.7.2"
 QUANTIZATIONS = ("bf16", "fp8", "modelopt_fp4", "mxfp4")
 
@@ -72,7 +72,7 @@ def rows(root=SOURCES, role_vars=None):
     """[(quantization, backend, [cell per GPU], sources)] for every backend the release offers."""
     sglang_dir = str(Path(root) / ("sglang-" + SGLANG) / "sglang")
     flashinfer_dir = str(Path(root) / ("flashinfer-" + FLASHINFER) / "flashinfer")
-    role_vars = role_vars or yaml.safe_load((validation.PROJECT / "roles/sglang/vars/main.yml").read_text())
+    role_vars = role_vars or yaml.safe_load((specs.PROJECT / "roles/sglang/vars/main.yml").read_text())
     matrix, kernels = role_vars["sglang_moe_backend_support_matrix"], role_vars["sglang_flashinfer_moe_kernels"]
     backends = moe_backend_support.choice_lists(sglang_dir)[1]["MOE_RUNNER_BACKEND_CHOICES"]
     installed = moe_backend_support.Installed(sglang_dir, SGLANG, flashinfer_dir, FLASHINFER, QUANTIZATIONS)

@@ -38,7 +38,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
 
 # The collection root is where `python -m infertune.verify` finds its package.
-from ansible_collections.infertune.fleet.infertune import COLLECTION, report, validation
+from ansible_collections.infertune.fleet.infertune import COLLECTION, report, specs
 from ansible_collections.infertune.fleet.infertune.plain import plain
 from infertune_node.kinds import KINDS  # on the path the package above puts plugins/module_utils on
 
@@ -180,7 +180,7 @@ class ActionModule(ActionBase):
         result["changed"] = False
         options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
         try:
-            options["expected"] = inputs(validation.load_specs(COLLECTION), options["roles"])
+            options["expected"] = inputs(specs.load_specs(COLLECTION), options["roles"])
         except ValueError as exc:
             return dict(result, failed=True, msg="roles: %s" % exc)
         try:

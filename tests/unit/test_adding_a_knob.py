@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kinds import KINDS
 from fakehost import REPO
 
-from infertune import docs_knobs, registry, validation
+from infertune import docs_knobs, registry, rules, specs
 
 # The numbered items of docs/adding-a-knob.md, each naming the file it is about first: all a new
 # kind of knob is written in (the registry, the defaults and the docs' tables are generated).
@@ -46,15 +46,15 @@ def unit_tested(code, module, unit_tests):
 def variables_named(value):
     """Variables with a role's prefix that the entry's Jinja reads."""
     text = repr(value)
-    marks = validation.prefixes()
+    marks = specs.prefixes()
     return {name for expression in re.findall(r"\{\{(.*?)\}\}", text)
             for name in re.findall(r"[A-Za-z_]\w*", expression) if name.startswith(marks)}
 
 
 def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
     """What the entry lacks from the files docs/adding-a-knob.md lists, one line each."""
-    declared = validation.declared() if declared is None else declared
-    internal = validation.internal_names() if internal is None else internal
+    declared = specs.declared() if declared is None else declared
+    internal = specs.internal_names() if internal is None else internal
     name, missing = entry.get("name", "?"), []
     # 1. its kind: a module of infertune_node that defines KIND, in the generated registry
     if entry.get("module") not in KINDS:
@@ -111,7 +111,7 @@ def test_every_knob_has_what_it_needs_from_those_files(entry):
 
 def test_knob_variables_have_their_rules_in_the_catalog():
     read = set().union(*(variables_named(e.get("args")) for e in CATALOG))
-    assert sorted(read & set(validation.RULES)) == []
+    assert sorted(read & set(rules.RULES)) == []
     assert {v for e in CATALOG for v in e.get("rules") or {}} <= read
 
 
