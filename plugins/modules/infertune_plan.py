@@ -99,6 +99,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.ker
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict, summarize
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check as check_weights
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import GPU_CLASSES, NVIDIA
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
 
@@ -118,8 +119,8 @@ def checks(module, plan):
     fabric = module.params["fabric"]
     if fabric is not None:
         try:
-            plan["fabric"] = check_fabric("/", fabric.get("vendor", "0x10de"),
-                                          fabric.get("classes", ["0x0300", "0x0302"]),
+            plan["fabric"] = check_fabric("/", fabric.get("vendor", NVIDIA),
+                                          fabric.get("classes", list(GPU_CLASSES)),
                                           fabric.get("gates", ["width", "speed", "bar1"]),
                                           fabric.get("nvidia_smi", "nvidia-smi"), runner(module),
                                           # The gate's nvidia-smi read has the GPUs' memory: no second query.
