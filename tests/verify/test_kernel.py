@@ -37,7 +37,7 @@ def unconfigured(words, boot_line):
     a parameter taken out of the configuration (infertune's or anyone's) still runs until the reboot."""
     if boot_line is None:
         return [], []
-    _, configured, optional = boot_line
+    configured, optional = boot_line[1], boot_line[2]
     running = [w for w in words if not w.startswith(LOADER)]
     have, give = set(map(kernel_form, running)), set(map(kernel_form, configured))
     return ([w for w in running if kernel_form(w) not in give and w not in optional],
