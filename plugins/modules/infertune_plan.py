@@ -33,9 +33,17 @@ options:
     default: when_needed
   gpu_gate:
     description: Options of M(infertune.fleet.gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
-      require_persistence, gpu_table); the result, problems included, is returned as C(gpus). With it,
+      require_persistence, gpu_table, timeout); the result, problems included, is returned as C(gpus). With it,
       the kernel the default boot entry starts is read (returned as C(boot_entry)); when it is not the running
-      kernel and the NVIDIA module will not load on it, that is one of the gate's problems.
+      kernel and the NVIDIA module will not load on it, that is one of the gate's problems. C(timeout) is the
+      seconds nvidia-smi may take; past it the gate's problem is "driver unresponsive" (never a hung play).
+    type: dict
+  health:
+    description: With O(gpu_gate), read each GPU's health in the gate's own nvidia-smi query (ECC, row remapping,
+      retired pages, clock events, recovery action, InfoROM), the Xids of the kernel log since this boot and,
+      through NVML where it imports, the PCIe replay counters, and class every signal (ok, warn, reset, rma,
+      not_applicable; the tables in C(plugins/module_utils/infertune_node/gpu_health.py)). Options
+      C(sram_uncorrectable_max), C(remap_uncorrectable_max) (above them, rma). Returned as C(gpus.health).
     type: dict
   fabric:
     description: Read-only gates on the PCIe links, BAR1 and P2P of the GPUs - C(vendor) (default C(0x10de)),
@@ -82,7 +90,7 @@ plan:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner, timed_runner
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import fingerprints
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
@@ -100,10 +108,16 @@ def checks(module, plan):
     """The GPU gate and the backend check, each a result with its problems, never an exception."""
     host = socket.gethostname()
     if module.params["gpu_gate"] is not None:
+        options = dict(module.params["gpu_gate"])
+        timeout = options.pop("timeout", None)
+        read = timed_runner(module, int(timeout)) if timeout else runner(module)
+        health = module.params["health"]
         try:
-            plan["gpus"] = gate(runner(module), **module.params["gpu_gate"])
-        except (GpuQueryError, TypeError) as exc:
+            plan["gpus"] = gate(read, health=health, **options)
+        except (GpuQueryError, TypeError, ValueError) as exc:
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
+            if health is not None:
+                plan["gpus"]["health"] = {"read": False, "error": str(exc)}
         # The next boot's GPUs too: a default entry on a kernel without the NVIDIA module fails the gate.
         plan["boot_entry"] = default_boot("/", runner(module))
         if plan["boot_entry"]["problem"]:
@@ -142,6 +156,7 @@ def main():
         "secret_files": {"type": "dict", "default": {}, "no_log": True},
         "reboot_strategy": {"type": "str", "default": "when_needed", "choices": ["when_needed", "always", "never"]},
         "gpu_gate": {"type": "dict"},
+        "health": {"type": "dict"},
         "fabric": {"type": "dict"},
         "fingerprint": {"type": "dict"},
         "weights": {"type": "dict"},
