@@ -94,6 +94,7 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module i
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import fingerprints
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_health import DriverUnresponsive
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.identity import machine_id
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot
@@ -102,15 +103,26 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.mod
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.timed import Unresponsive
+
+
+def unanswered(reason):
+    """A runner for nvidia-smi once it hung: each call is Unresponsive at once."""
+    def run(argv):
+        raise Unresponsive(reason)
+    return run
 
 
 def checks(module, plan):
     """The GPU gate and the backend check, each a result with its problems, never an exception."""
     host = socket.gethostname()
+    # The fabric's nvidia-smi runs under the gate's time limit, and not at all once the gate found
+    # the driver unresponsive (each call would hang as long again).
+    read = runner(module)
     if module.params["gpu_gate"] is not None:
         options = dict(module.params["gpu_gate"])
         timeout = options.pop("timeout", None)
-        read = timed_runner(module, int(timeout)) if timeout else runner(module)
+        read = timed_runner(module, int(timeout)) if timeout else read
         health = module.params["health"]
         try:
             plan["gpus"] = gate(read, health=health, **options)
@@ -118,6 +130,8 @@ def checks(module, plan):
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
             if health is not None:
                 plan["gpus"]["health"] = {"read": False, "error": str(exc)}
+            if isinstance(exc, DriverUnresponsive):
+                read = unanswered(str(exc))
         # The next boot's GPUs too: a default entry on a kernel without the NVIDIA module fails the gate.
         plan["boot_entry"] = default_boot("/", runner(module))
         if plan["boot_entry"]["problem"]:
@@ -128,10 +142,10 @@ def checks(module, plan):
             plan["fabric"] = check_fabric("/", fabric.get("vendor", "0x10de"),
                                           fabric.get("classes", ["0x0300", "0x0302"]),
                                           fabric.get("gates", ["width", "speed", "bar1"]),
-                                          fabric.get("nvidia_smi", "nvidia-smi"), runner(module),
+                                          fabric.get("nvidia_smi", "nvidia-smi"), read,
                                           # The gate's nvidia-smi read has the GPUs' memory: no second query.
                                           gate_memory(plan.get("gpus", {}).get("gpus", [])))
-        except (TuningError, TypeError) as exc:
+        except (TuningError, TypeError, Unresponsive) as exc:
             plan["fabric"] = {"failures": [str(exc)], "aer": {}}
     if module.params["backend"] is not None:
         options = dict(module.params["backend"])

@@ -256,3 +256,21 @@ def test_a_hanging_nvidia_smi_is_a_gate_problem_of_the_plan_not_a_hung_module(mo
     assert rc == 0
     assert result["plan"]["gpus"]["problems"] == ["driver unresponsive: nvidia-smi did not answer within 1 s"]
     assert result["plan"]["gpus"]["health"] == {"read": False, "error": "driver unresponsive: nvidia-smi did not answer within 1 s"}
+
+
+def test_after_a_hang_the_fabric_gates_do_not_ask_nvidia_smi_again(monkeypatch, tmp_path, capsys):
+    """The BAR1 gate takes the GPUs' memory from the gate's read; with the driver unresponsive it
+    has none, and asking nvidia-smi itself would hang the module (it has no time limit of its own)."""
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import pcie_fabric
+    from fakehost import fabric_tree
+
+    bindir = fake_nvidia_smi(tmp_path, HANG)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    monkeypatch.setattr(gpu_gate, "_pynvml", lambda: None)
+    root = fabric_tree(str(tmp_path / "tree"))
+    check = pcie_fabric.check
+    monkeypatch.setattr(pcie_fabric, "check", lambda _root, *args, **kwargs: check(root, *args, **kwargs))
+    rc, result = run_module("infertune_plan", {"knobs": [], "gpu_gate": {"timeout": 1}, "health": LIMITS,
+                                               "fabric": {"gates": ["bar1"]}}, capsys)
+    assert rc == 0
+    assert result["plan"]["fabric"]["failures"] == ["driver unresponsive: nvidia-smi did not answer within 1 s"]
