@@ -214,7 +214,7 @@ def gpu_samples(state: dict) -> dict:
                 samples["infertune_gpu_clock_event_active"] += [(f'{ids},reason="{r}"', int(r in gpu["clock_events"]))
                                                                 for r in CLOCK_REASONS]
             samples["infertune_gpu_errors"] += [(f'{ids},counter="{_label(c)}"', n)
-                                                     for c, n in sorted((gpu.get("counters") or {}).items())]
+                                                for c, n in sorted((gpu.get("counters") or {}).items())]
             samples["infertune_gpu_counters_rising"].append((ids, len(gpu.get("rising") or [])))
     return samples
 

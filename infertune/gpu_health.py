@@ -138,10 +138,12 @@ def outcome(host, health, reboots, reboot_to_reset):
     reboot = bool(reset) and not rma and not reboots and bool(reboot_to_reset)
     todo = fix(rma, reset, reboots, reboot_to_reset)
     warned = ["%s: %s" % (where(g), "; ".join("%s: %s (%s)" % (name, detail, found)
-                                               for name, (found, detail) in sorted(g["signals"].items())))
+                                              for name, (found, detail) in sorted(g["signals"].items())))
               for g in gpus if g["class"] == "warn"]
-    counts = ", ".join("%d %s" % (n, c) for c, n in ((c, sum(g["class"] == c for g in gpus)) for c in ("warn", "reset", "rma")) if n)
-    said = reset + (lines(rma, ("rma",)) if rma else [])
+    tally = {c: sum(g["class"] == c for g in gpus) for c in ("warn", "reset", "rma")}
+    counts = ", ".join("%d %s" % (n, c) for c, n in tally.items() if n)
+    said = reset + lines(rma, ("rma",))
+    shown = [f"{host}: GPU health: {line}" + (f": {todo}" if todo else "") for line in reset]
     return ([f"{host}: GPU health: {line}" for line in lines(rma, ("rma",))], reboot, {
         "changed": False, "before": None,
         "after": f"{len(gpus)} GPU(s): {counts or 'healthy'}" + (f"; {todo}" if todo else ""),
@@ -151,5 +153,4 @@ def outcome(host, health, reboots, reboot_to_reset):
         "gpus": [{k: g[k] for k in ("index", "bus_id", "uuid", "serial", "class", "signals")}
                  for g in gpus if g["class"] in ("warn", "reset", "rma")],
         # What the plan's table says of the host.
-        "lines": [f"{host}: GPU health: {line}" + (f": {todo}" if todo else "") for line in reset]
-                 + [f"{host}: GPU health: {line}" for line in warned]})
+        "lines": shown + [f"{host}: GPU health: {line}" for line in warned]})
