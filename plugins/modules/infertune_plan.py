@@ -40,7 +40,7 @@ options:
     type: dict
   health:
     description: With O(gpu_gate), read each GPU's health in the gate's own nvidia-smi query (ECC, row remapping,
-      retired pages, clock events, recovery action, InfoROM), the Xids of the kernel log since this boot and,
+      retired pages, clock events, recovery action), the Xids of the kernel log since this boot and,
       through NVML where it imports, the PCIe replay counters, and class every signal (ok, warn, reset, rma,
       not_applicable; the tables in C(plugins/module_utils/infertune_node/gpu_health.py)). Options
       C(sram_uncorrectable_max), C(remap_uncorrectable_max) (above them, rma). Returned as C(gpus.health).
@@ -81,8 +81,10 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: C(results) per knob, C(pending), C(failed), C(reboot), C(reboot_reasons), C(drain),
-    C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(weights) and C(fingerprint)
-    when asked. The plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
+    C(machine_id), and C(gpus) (with C(health) where O(health) asked for it - C(read), C(boot_id), per GPU its
+    C(class), the C(signals) not ok, the counters and this boot's Xids, and C(blocking), a line per reset
+    or rma signal), C(boot_entry), C(fabric), C(backend), C(weights) and C(fingerprint) when asked. The
+    plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
   returned: always
   type: dict
 """
