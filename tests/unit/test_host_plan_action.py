@@ -107,9 +107,9 @@ def test_the_first_read_gets_the_catalogs_knobs_and_the_units_fingerprint(monkey
     seen = {}
     record = action.host_plan.record
 
-    def spy(host, catalog, *args):
+    def spy(host, catalog, *args, **kwargs):
         seen["catalog"] = [knob["name"] for knob in catalog]
-        return record(host, catalog, *args)
+        return record(host, catalog, *args, **kwargs)
 
     monkeypatch.setattr(action.host_plan, "record", spy)
     _, reads = planned(monkeypatch, [first_plan()], allow_control_node=True)
