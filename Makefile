@@ -15,9 +15,9 @@ setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-$(BIN)/ansible-playbook: requirements.txt pyproject.toml
+$(BIN)/ansible-playbook: requirements-dev.txt requirements-benchmark.txt requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
