@@ -88,10 +88,15 @@ lab-image-trixie: lab-up
 # The collection's tarball (build/collection) and the execution environment's build context
 # (build/ee: Containerfile, the tarball, requirements), offline. Building the image from it
 # needs a registry: docs/collection.md, "Execution environment".
+# ansible-builder says "Complete!" even when a file execution-environment.yml names is missing
+# (the tarball of another version): the context must hold the tarball galaxy.yml builds.
 ee-context: setup
 	rm -rf build/collection build/ee
 	$(BIN)/ansible-galaxy collection build --output-path build/collection
 	$(BIN)/ansible-builder create --file execution-environment.yml --context build/ee
+	@tarball=$$(awk '/^namespace:/{n=$$2} /^name:/{m=$$2} /^version:/{v=$$2} END{print n "-" m "-" v ".tar.gz"}' galaxy.yml); \
+	test -f "build/ee/_build/collections/$$tarball" || { echo "make ee-context: build/ee lacks the collection's" \
+		"tarball $$tarball: execution-environment.yml must name the one galaxy.yml builds" >&2; exit 1; }
 
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
 checks: lint unit sanity monitoring ee-context

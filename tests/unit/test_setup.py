@@ -2,13 +2,13 @@
 nothing else (no Debian package, no service), a clean clone's playbooks resolve the collection
 without it, and the lab's packages come with the lab's targets, installed starting no service."""
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cleanclone import clean_clone
 from fakehost import REPO
 
 sys.path.insert(0, str(REPO / "lab"))
@@ -36,17 +36,7 @@ def test_the_labs_targets_install_the_labs_packages(target):
 def test_a_clean_clones_playbooks_resolve_the_collection_without_any_set_up(tmp_path):
     """The tracked files alone (as `git clone` gives them, the collection link among them), with
     ansible-core and nothing installed: the syntax check the README shows passes."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
-    clone = tmp_path / "clone"
-    for name in filter(None, (f.decode() for f in files)):
-        source, target = REPO / name, clone / name
-        if not source.is_symlink() and not source.is_file():
-            continue  # deleted in the work tree
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, target)
+    clone = clean_clone(tmp_path / "clone")
     assert (clone / "collections" / "ansible_collections" / "infertune" / "fleet" / "galaxy.yml").is_file()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(HOME=str(tmp_path), ANSIBLE_NOCOLOR="1")
