@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, docsection, report, validation
+from . import COLLECTION, collection_files, docsection, report, validation
 
 README = COLLECTION / "README.md"
 VERIFICATION = COLLECTION / "docs" / "verification.md"
@@ -151,6 +151,7 @@ def main(argv=None):
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--verification", type=Path, default=VERIFICATION)
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "knob catalog and argument specs")
     generated = sections()
     targets = {args.readme: generated[README], args.verification: generated[VERIFICATION]}
     if not (args.write or args.check):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, docsection, gpu_health, values
+from . import COLLECTION, collection_files, docsection, gpu_health, values
 
 CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
@@ -601,6 +601,7 @@ def main(argv=None):
     parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
     parser.add_argument("--hosts", help="comma-separated hosts to report (default: every host seen)")
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "knob catalog")
     print(write(args.dir, [h for h in (args.hosts or "").split(",") if h]))
     return 0
 

@@ -4,7 +4,7 @@ import os
 import shutil
 import sys
 
-from . import host_setup, hosts, image, inventory, network, paths, podman, ssh, users
+from . import host_setup, hosts, image, inventory, network, packages, paths, podman, ssh, users
 
 
 def _say(text):
@@ -22,6 +22,11 @@ def _prune_old_images():
 
 def cmd_host_setup(_args):
     for line in host_setup.setup():
+        _say(line)
+
+
+def cmd_packages(_args):
+    for line in packages.install():
         _say(line)
 
 

@@ -39,6 +39,11 @@ needs changed_when: false (the strategy calls a host whose variables it set chan
 cannot be read fails here with the module's answer; one that cannot be reached is unreachable,
 unless the task ignores unreachable hosts (the drift watch): then it is published with
 infertune_unreachable, the reason, so that the run goes on to report it.
+
+A planned host's answer is as large as the host (some 40 KB for eight GPUs, more with each GPU,
+link and knob): below -vvv it reaches the strategy alone, which publishes it, and every callback
+(the output, ansible-runner's and AWX's job events) gets it censored, so that a job log holds
+the plan's table rather than each host's record. A failed or unreachable read is shown whole.
 """
 from __future__ import annotations
 
@@ -51,11 +56,13 @@ from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 from ansible.utils.display import Display
 
-from ansible_collections.infertune.fleet.infertune import gpu_health, host_plan
+from ansible_collections.infertune.fleet.infertune import gpu_health, host_plan, shipped
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 MODULE = "infertune.fleet.infertune_plan"
 display = Display()
+# The verbosity (-vvv) from which the output shows a planned host's answer, its whole record.
+SHOWN_FROM = 3
 
 
 def variable(name):
@@ -167,7 +174,8 @@ class ActionModule(ActionBase):
                          for name, entries in {**selection, knobs_name: task_vars[knobs_name]}.items()}
         bound = {**selection, "infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
-        rendered.update((knob["name"], knob) for knob in self._evaluate(
+        # The unit knobs' files, with the shipped ones' content read here (their src: infertune/shipped.py).
+        rendered.update((knob["name"], dict(knob, args=shipped.inline_args(knob.get("args")))) for knob in self._evaluate(
             f"host_entries({catalog_name} | selectattr('module', 'eq', 'systemd_unit'))", task_vars, bound))
         catalog = [rendered[name] for name in order]
         placed = host_plan.in_place(catalog, plan.get("fingerprint") or {})
@@ -188,4 +196,7 @@ class ActionModule(ActionBase):
         record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node,
                                   reboot_to_reset=boolean(health.get("reboot_to_reset", False), strict=False))
         result.update(changed=False, add_host=host_plan.published(host, record, check_mode))
+        if Display().verbosity < SHOWN_FROM:
+            # Only the strategy reads the answer: callbacks get it censored (Ansible's no_log wording).
+            result["_ansible_no_log"] = True
         return result

@@ -14,6 +14,9 @@ description:
   - O(module) is a key of C(MODULES) in the collection's C(plugins/module_utils/infertune_node/knobs.py);
     the knob catalog (C(roles/infertune/vars/main.yml)) gives each knob's O(args). An unknown module fails
     naming the known ones, a missing argument naming it.
+  - A file of a C(systemd_unit) knob's O(args) may name its source on the control node (C(src), a file of
+    this collection) instead of its C(content) - the action reads it there, and the result's invocation
+    shows the task's own arguments, not the content.
 options:
   name:
     description: The knob's name in the catalog (reported back).

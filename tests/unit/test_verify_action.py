@@ -95,3 +95,17 @@ def test_a_verified_host_reached_the_verify_stage():
     assert action.entry("g", {"infertune_reached": "sglang"}, ["g"], OPTIONS, False)["rollout"]["stage"] == "verify"
     assert action.entry("h", {"infertune_reached": "drain", "infertune_failure": "x"}, ["h"], OPTIONS,
                         False)["rollout"]["stage"] == "drain"
+
+
+def test_a_host_ssh_cannot_reach_fails_once_with_sshs_reason():
+    """Its checks fail alike, in a fixture (pytest's wrapper around our message) or a test: the
+    reason to fail it says so once."""
+    lost = "gpu-8: unreachable: ssh: connect to host 10.0.0.8 port 22: No route to host"
+    report = {"result": "fail", "failing": ["sysctl", "cpufreq"], "knobs": {
+        "sysctl": {"checks": {"sysctl": {"status": "fail", "detail": lost}}},
+        "cpufreq": {"checks": {"cpufreq_governor": {"status": "error", "detail": f'failed on setup with "Failed: {lost}"'},
+                               "cpufreq_epp": {"status": "error", "detail": 'failed on setup with "KeyError: 3"'}}}}}
+    got = action.outcome(report)
+    assert got["off"] == [lost, lost, 'failed on setup with "KeyError: 3"']
+    assert action.failures({"gpu-8": {}}, {"gpu-8": {}}, ["gpu-8"], True, "r", {"gpu-8": got}) == {
+        "gpu-8": f'{lost}; failed on setup with "KeyError: 3"; fleet report: r/fleet.md'}

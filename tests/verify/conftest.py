@@ -94,7 +94,7 @@ def fleet(request):
     fleet = Fleet(testinfra.get_hosts(specs, connection=option.connection, ssh_config=option.ssh_config,
                                       ssh_identity_file=option.ssh_identity_file, sudo=option.sudo,
                                       sudo_user=option.sudo_user, ansible_inventory=option.ansible_inventory,
-                                      force_ansible=option.force_ansible))
+                                      force_ansible=option.force_ansible), name=host_name)
     fleet.prefetch(plans(fleet.hosts, request))
     return fleet
 
