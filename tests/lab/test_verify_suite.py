@@ -24,7 +24,7 @@ pytestmark = pytest.mark.lab
 UNTUNED_OFF = {"running_kernel", "kernel_cmdline", "cpufreq_driver", "cpufreq_governor", "cpufreq_epp",
                "no_deep_cstates", "sysctl", "pcie_mrrs", "nvidia_module_options", "sglang_unit",
                "tuning_persistence", "pcie_acs", "pcie_p2p", "nvidia_persistence"}
-UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
+UNTUNED_PASS = {"gpu_count", "gpu_compute_capability", "gpu_health", "pcie_mrrs_untouched_elsewhere", "pcie_links", "pcie_bar1"}
 
 
 EXPECTED = ROOT / "reports" / "verify" / "expected.json"
