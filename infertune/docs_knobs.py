@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, collection_files, docsection, report, validation
+from . import COLLECTION, collection_files, docsection, report, specs
 
 README = COLLECTION / "README.md"
 VERIFICATION = COLLECTION / "docs" / "verification.md"
@@ -48,9 +48,9 @@ def entries(catalog=report.CATALOG):
     return yaml.safe_load(Path(catalog).read_text())["infertune_knobs"]
 
 
-def defaults(root=str(validation.PROJECT)):
+def defaults(root=str(specs.PROJECT)):
     """{variable: default} of every declared variable, as the argument specs give it."""
-    return {name: option.spec.get("default") for spec in validation.load_specs(root).values()
+    return {name: option.spec.get("default") for spec in specs.load_specs(root).values()
             for name, option in spec.options.items()}
 
 

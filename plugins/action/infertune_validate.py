@@ -33,7 +33,7 @@ from __future__ import annotations
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.infertune.fleet.infertune import control_node, needs, slicing, validation
+from ansible_collections.infertune.fleet.infertune import control_node, needs, slicing, specs, validation
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
@@ -126,10 +126,10 @@ class ActionModule(ActionBase):
         if error:
             return ["host %s: infertune_validate: rollout %s" % (host, error)], []
 
-        declared = validation.declared()
-        defaults = validation.role_defaults()
-        specs = validation.load_specs()
-        chosen = [n for r, spec in specs.items() if roles is None or r in roles for n in spec.options]
+        declared = specs.declared()
+        defaults = specs.role_defaults()
+        role_specs = specs.load_specs()
+        chosen = [n for r, spec in role_specs.items() if roles is None or r in roles for n in spec.options]
         values, lines = {}, []
         for name in chosen:
             if name not in task_vars or name in values:

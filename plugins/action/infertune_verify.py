@@ -39,8 +39,9 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
 
 # The collection root is where `python -m infertune.verify` finds its package.
-from ansible_collections.infertune.fleet.infertune import COLLECTION, report, validation
+from ansible_collections.infertune.fleet.infertune import COLLECTION, report, specs
 from ansible_collections.infertune.fleet.infertune.plain import plain
+from infertune_node.kinds import KINDS  # on the path the package above puts plugins/module_utils on
 
 
 def entry(host, facts, play_hosts, options, check_mode):
@@ -64,6 +65,18 @@ def entry(host, facts, play_hosts, options, check_mode):
                     # Out of the play (failed or unreachable earlier) without a reason of ours.
                     "lost": host not in play_hosts and not reason},
     }
+
+
+def judged(catalog, view):
+    """{knob: {module, args}}: the catalog's enabled entries whose kind verifies itself (its module's
+    observe and judge, tests/verify/test_kinds.py), their arguments rendered in the host's context."""
+    out = {}
+    for knob in catalog or []:
+        kind = KINDS.get(knob.get("module"))
+        if kind is None or kind.judge is None or not boolean(view.render(knob.get("enabled", True)), strict=False):
+            continue
+        out[knob["name"]] = {"module": knob["module"], "args": plain(view.render(knob.get("args") or {}))}
+    return out
 
 
 def inputs(specs, roles):
@@ -104,6 +117,10 @@ class Resolved:
 
     def get(self, name, default=None):
         return self[name] if name in self.variables else default
+
+    def render(self, value):
+        """A value (a catalog entry's) templated in the host's context."""
+        return self.templar.template(value)
 
 
 def child_env(task_vars, environ):
@@ -170,7 +187,7 @@ class ActionModule(ActionBase):
         result["changed"] = False
         options = {k: plain(self._templar.template(v)) for k, v in self._task.args.items()}
         try:
-            options["expected"] = inputs(validation.load_specs(COLLECTION), options["roles"])
+            options["expected"] = inputs(specs.load_specs(COLLECTION), options["roles"])
         except ValueError as exc:
             return dict(result, failed=True, msg="roles: %s" % exc)
         try:
@@ -181,6 +198,10 @@ class ActionModule(ActionBase):
         check_mode = bool(task_vars.get("ansible_check_mode", False))
         views = self.resolved(task_vars, options["hosts"])
         run = {host: entry(host, view, play_hosts, options, check_mode) for host, view in views.items()}
+        catalog = task_vars.get("infertune_knobs")
+        for host, view in views.items():
+            if run[host]["verify"]:
+                run[host]["expected"]["knobs"] = judged(catalog, view)
         argv = [sys.executable, "-m", "infertune.verify", "--dir", options["dir"],
                 "--tests", ",".join(options.get("tests") or []), "--fleet", ",".join(options["fleet"]),
                 "--catalog", json.dumps(report.catalog_rows(plain(task_vars.get("infertune_knobs"))))]

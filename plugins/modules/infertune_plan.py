@@ -108,7 +108,8 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.ide
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot, target_kernel
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.knobs import predict, summarize
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.model_weights import check as check_weights
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import GPU_CLASSES, NVIDIA
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.timed import Unresponsive
@@ -147,8 +148,8 @@ def checks(module, plan):
     fabric = module.params["fabric"]
     if fabric is not None:
         try:
-            plan["fabric"] = check_fabric("/", fabric.get("vendor", "0x10de"),
-                                          fabric.get("classes", ["0x0300", "0x0302"]),
+            plan["fabric"] = check_fabric("/", fabric.get("vendor", NVIDIA),
+                                          fabric.get("classes", list(GPU_CLASSES)),
                                           fabric.get("gates", ["width", "speed", "bar1"]),
                                           fabric.get("nvidia_smi", "nvidia-smi"), read,
                                           # The gate's nvidia-smi read has the GPUs' memory: no second query.

@@ -78,7 +78,7 @@ EXAMPLES = r"""
     backend: flashinfer_cutlass
     quantization: modelopt_fp4
     gpus: "{{ gpu.gpus }}"
-    matrix: "{{ sglang_moe_support_matrix }}"
+    matrix: "{{ sglang_moe_backend_support_matrix }}"
     kernels: "{{ sglang_flashinfer_moe_kernels }}"
     host: "{{ inventory_hostname }}"
   register: support
@@ -141,7 +141,7 @@ argv_check:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import ReadError, judge_host
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import ReadError, judge_host
 
 
 def main():

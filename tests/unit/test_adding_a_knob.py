@@ -1,24 +1,26 @@
-"""docs/adding-a-knob.md lists the files a new kind of knob touches, and every knob of the
-catalog has what it needs from exactly those: apply code registered in knobs.py, a catalog entry
-with its label, stage, verification and rules, declared variables, a unit test importing its
-apply code, and its verification tests."""
-import inspect
+"""docs/adding-a-knob.md lists the files a new kind of knob is written in, and every knob of the
+catalog has what it needs from exactly those: a kind module (KIND, in the generated registry), a
+catalog entry with its label, stage, verification and rules, declared variables, a unit test
+importing the kind's module, and its verification (its kind's own, or a test of tests/verify)."""
 import re
 
 import pytest
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kinds import KINDS
 from fakehost import REPO
 
-from infertune import docs_knobs, validation
+from infertune import docs_knobs, registry, rules, specs
 
-# The numbered items of docs/adding-a-knob.md, each naming the file it is about first.
+# The numbered items of docs/adding-a-knob.md, each naming the file it is about first: all a new
+# kind of knob is written in (the registry, the defaults and the docs' tables are generated).
 FILES = ["plugins/module_utils/infertune_node/<kind>.py", "roles/infertune/vars/main.yml",
-         "roles/<role>/meta/argument_specs.yml", "tests/unit/test_<kind>.py", "tests/verify/test_<kind>.py"]
+         "roles/<role>/meta/argument_specs.yml", "tests/unit/test_<kind>.py"]
 STAGES = ("boot", "runtime", "persist", "service")
 CATALOG = docs_knobs.entries()
 UNIT_TESTS = [path.read_text() for path in sorted((REPO / "tests" / "unit").glob("test_*.py"))]
+# tests/verify's checks, and test_<kind> for each kind that verifies itself (tests/verify/test_kinds.py).
 VERIFY_TESTS = set(re.findall(r"^def test_(\w+)\(", "".join(
-    path.read_text() for path in (REPO / "tests" / "verify").glob("test_*.py")), re.M))
+    path.read_text() for path in (REPO / "tests" / "verify").glob("test_*.py")), re.M)) | {
+        kind.name for kind in KINDS.values() if kind.observe and kind.judge}
 
 
 def section():
@@ -26,14 +28,8 @@ def section():
 
 
 def apply_modules(module):
-    """The infertune_node modules whose code the registry entry of module runs."""
-    function = knobs.MODULES[module]
-    names = set(function.__code__.co_names)
-    for name in list(names):  # helpers of knobs.py (_apply_cmdline) call the module in turn
-        helper = getattr(knobs, name, None)
-        if inspect.isfunction(helper):
-            names |= set(helper.__code__.co_names)
-    return sorted(n for n in names if inspect.ismodule(getattr(knobs, n, None)))
+    """The infertune_node module that defines the kind, by the registry."""
+    return [KINDS[module].apply.__module__.rsplit(".", 1)[-1]]
 
 
 def unit_tested(code, module, unit_tests):
@@ -50,24 +46,22 @@ def unit_tested(code, module, unit_tests):
 def variables_named(value):
     """Variables with a role's prefix that the entry's Jinja reads."""
     text = repr(value)
-    marks = validation.prefixes()
+    marks = specs.prefixes()
     return {name for expression in re.findall(r"\{\{(.*?)\}\}", text)
             for name in re.findall(r"[A-Za-z_]\w*", expression) if name.startswith(marks)}
 
 
 def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
     """What the entry lacks from the files docs/adding-a-knob.md lists, one line each."""
-    declared = validation.declared() if declared is None else declared
-    internal = validation.internal_names() if internal is None else internal
+    declared = specs.declared() if declared is None else declared
+    internal = specs.internal_names() if internal is None else internal
     name, missing = entry.get("name", "?"), []
-    # 1. host-side apply code, registered in knobs.py
-    if entry.get("module") not in knobs.MODULES:
-        missing.append("%s: module %s is not in knobs.MODULES" % (name, entry.get("module")))
+    # 1. its kind: a module of infertune_node that defines KIND, in the generated registry
+    if entry.get("module") not in KINDS:
+        missing.append("%s: module %s is no kind of infertune_node/kinds.py" % (name, entry.get("module")))
         code = []
     else:
         code = apply_modules(entry["module"])
-        if not code:
-            missing.append("%s: knobs.MODULES[%s] runs no infertune_node module" % (name, entry["module"]))
     # 2. the catalog entry
     for key in ("label", "role", "stage", "verify", "doc"):
         if not entry.get(key):
@@ -90,17 +84,24 @@ def needs(entry, declared=None, internal=None, tests=None, unit_tests=None):
     # 4. a unit test of its apply code
     if code and not unit_tested(code, entry["module"], UNIT_TESTS if unit_tests is None else unit_tests):
         missing.append("%s: no unit test imports %s or runs %s" % (name, " or ".join(code), entry["module"]))
-    # 5. its verification tests
+    # its verification: its kind's own, or tests/verify's
     for test in entry.get("verify") or ():
         if test not in (VERIFY_TESTS if tests is None else tests):
-            missing.append("%s: no test_%s in tests/verify" % (name, test))
+            missing.append("%s: no test_%s in tests/verify, nor a kind %s that verifies itself" % (name, test, test))
     return missing
 
 
 def test_the_section_lists_the_files():
     items = re.findall(r"^\d+\. `([^`]+)`", section(), re.M)
     assert items == FILES
-    assert "python -m infertune.docs_knobs --write" in section() and "python -m infertune.docs_vars --write" in section()
+    for command in ("registry", "role_defaults", "docs_knobs", "docs_vars"):
+        assert "python -m infertune.%s --write" % command in section(), command
+
+
+def test_the_registry_is_generated_from_the_kind_modules():
+    assert (REPO / "plugins/module_utils/infertune_node/kinds.py").read_text() == registry.render(
+        registry.kind_modules()), "run .venv/bin/python -m infertune.registry --write"
+    assert set(KINDS) == {e["module"] for e in CATALOG}
 
 
 @pytest.mark.parametrize("entry", CATALOG, ids=[e["name"] for e in CATALOG])
@@ -110,7 +111,7 @@ def test_every_knob_has_what_it_needs_from_those_files(entry):
 
 def test_knob_variables_have_their_rules_in_the_catalog():
     read = set().union(*(variables_named(e.get("args")) for e in CATALOG))
-    assert sorted(read & set(validation.RULES)) == []
+    assert sorted(read & set(rules.RULES)) == []
     assert {v for e in CATALOG for v in e.get("rules") or {}} <= read
 
 
@@ -123,17 +124,17 @@ def test_a_knob_missing_its_files_is_named():
              "args": {"mode": "{{ sysctl_thp | int }}"}, "verify": ["thp"],
              "rules": {"pcie_mrrs_vendor": ["non_empty"]}}
     assert needs(entry) == [
-        "thp: module thp is not in knobs.MODULES", "thp: no label", "thp: no doc",
+        "thp: module thp is no kind of infertune_node/kinds.py", "thp: no label", "thp: no doc",
         "thp: stage later is none of boot, runtime, persist, service",
         "thp: rules for pcie_mrrs_vendor, which role sysctl does not declare",
         "thp: reads sysctl_thp, which no argument spec declares",
-        "thp: no test_thp in tests/verify"]
+        "thp: no test_thp in tests/verify, nor a kind thp that verifies itself"]
     numa = next(e for e in CATALOG if e["name"] == "sysctl")
-    assert needs(numa, tests=set()) == ["sysctl: no test_sysctl in tests/verify"]
+    assert needs(numa, tests=set()) == ["sysctl: no test_sysctl in tests/verify, nor a kind sysctl that verifies itself"]
     assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', 'knobs.predict([])\n"sysctl"']) == []
     assert needs(numa, unit_tests=['knobs.run("cpuidle_states", {})', '"sysctl"']) == [
         "sysctl: no unit test imports sysctl or runs sysctl"]
-    assert apply_modules("kernel_cmdline") == ["cmdline", "cpu", "pcie_fabric"]
+    assert apply_modules("kernel_cmdline") == ["cmdline"] and apply_modules("sysfs") == ["sysfs_attributes"]
 
 
 def test_a_runtime_knob_says_whether_it_drains_and_why():

@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from fakehost import REPO
-from infertune import validation
+from infertune import rules, specs, validation
 
 # The declarations, read here from the files themselves rather than through validation.
-SPEC_FILES = sorted(REPO.glob("roles/*/meta/argument_specs.yml"))
+SPEC_FILES = sorted(REPO.glob("roles/*/meta/argument_specs.yml")) + [REPO / "playbooks" / "meta" / "argument_specs.yml"]
 
 
 def declared_booleans():
-    names = {name for name, spec in validation.ROLLOUT_SPEC["options"].items() if spec.get("type") == "bool"}
+    names = set()
     for path in SPEC_FILES:
         for entry in (yaml.safe_load(path.read_text())["argument_specs"] or {}).values():
             names.update(name for name, spec in (entry.get("options") or {}).items()
@@ -40,7 +40,7 @@ def test_the_booleans_are_found():
 def test_every_boolean_takes_what_the_bool_filter_maps(name):
     for value, meaning in ACCEPTED.items():
         found = []
-        converted = validation._check_one(name, validation.declared()[name], value, found, validation.rules())
+        converted = validation._check_one(name, specs.declared()[name], value, found, rules.rules())
         assert found == [] and converted is meaning, (name, value, found)
         assert validation.report({name: value}) == [], (name, value)
 
@@ -49,7 +49,7 @@ def test_every_boolean_takes_what_the_bool_filter_maps(name):
 def test_every_boolean_refuses_anything_else_naming_host_variable_and_rule(name):
     for value in REFUSED:
         lines = validation.report({name: value}, host="gpu-07")
-        assert lines == ["host gpu-07: %s: %s, got %s" % (name, validation.BOOL_RULE, validation.show(value))], value
+        assert lines == ["host gpu-07: %s: %s, got %s" % (name, validation.BOOL_RULE, rules.show(value))], value
 
 
 # ---------------------------------------------------------------------------- static scan

@@ -1,7 +1,7 @@
 """A knob's validation rules live in its catalog entry, as data naming validation's rule makers."""
 import pytest
 
-from infertune import validation
+from infertune import rules, specs, validation
 
 
 def problems(rule, value):
@@ -11,11 +11,11 @@ def problems(rule, value):
 
 
 def test_rule_forms():
-    assert validation.make_rule("non_empty").doc == "non-empty"
-    assert validation.make_rule({"number_range": [0, 10, " s"]}).doc == "0-10 s"
-    hex4 = validation.make_rule({"each": {"pattern": ["0x[0-9a-f]{4}", "hex"]}})
+    assert rules.make_rule("non_empty").doc == "non-empty"
+    assert rules.make_rule({"number_range": [0, 10, " s"]}).doc == "0-10 s"
+    hex4 = rules.make_rule({"each": {"pattern": ["0x[0-9a-f]{4}", "hex"]}})
     assert hex4.doc == "each hex" and problems(hex4, ["0x10de", "10de"]) == ["must be hex[1]"]
-    assert problems(validation.make_rule({"each": "cmdline_remove_key"}), ["root"]) == [
+    assert problems(rules.make_rule({"each": "cmdline_remove_key"}), ["root"]) == [
         "must not remove root (the host would not boot)[0]"]
 
 
@@ -28,7 +28,7 @@ def test_rule_forms():
 ])
 def test_bad_rules_name_where_they_are(spec, message):
     with pytest.raises(ValueError, match=message):
-        validation.make_rule(spec, "x")
+        rules.make_rule(spec, "x")
 
 
 def test_catalog_rules_are_applied():
@@ -40,19 +40,19 @@ def test_catalog_rules_are_applied():
 
 
 def test_a_variable_has_its_rules_in_one_place(tmp_path):
-    catalog = tmp_path / validation.CATALOG
+    catalog = tmp_path / specs.CATALOG
     catalog.parent.mkdir(parents=True)
     catalog.write_text("infertune_knobs:\n  - name: k\n    rules: {sglang_port: [non_empty]}\n")
     with pytest.raises(ValueError, match="k rules of sglang_port: sglang_port has rules elsewhere already"):
-        validation.rules(str(tmp_path))
+        rules.rules(str(tmp_path))
 
 
 def test_a_catalog_rule_that_cannot_be_built_stops_the_validation(tmp_path):
-    catalog = tmp_path / validation.CATALOG
+    catalog = tmp_path / specs.CATALOG
     catalog.parent.mkdir(parents=True)
     catalog.write_text("infertune_knobs:\n  - name: k\n    rules: {rollout_allow_single_batch: [{no_such: []}]}\n")
     assert [str(p) for p in validation.validate({"rollout_batches": ["0%"]}, root=str(tmp_path))] == [
         "infertune_knobs: %s: k rules of rollout_allow_single_batch: no rule maker 'no_such' (known: batch, cmdline_param,"
         " cmdline_remove_key, count_or_percent, each, environment, file_mode, file_suffix, fraction_or_zero,"
         " hook_command, host_address, http_url, model_path, module_options, no_secret_flags, non_empty,"
-        " number_range, pattern, sysctl_settings, unit_text)" % validation.CATALOG]
+        " number_range, pattern, sysctl_settings, sysfs_settings, unit_text)" % specs.CATALOG]

@@ -12,10 +12,14 @@ CATALOG = docs_knobs.entries()
 
 
 def verify_tests():
-    """The test functions of tests/verify (test_x -> x), read without importing testinfra."""
+    """The test functions of tests/verify (test_x -> x), read without importing testinfra, and the
+    test_<kind> that tests/verify/test_kinds.py makes for each kind that verifies itself."""
+    from infertune_node.kinds import KINDS
+
     return [node.name[len("test_"):] for path in sorted((REPO / "tests" / "verify").glob("test_*.py"))
             for node in ast.parse(path.read_text()).body
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")] + [
+        kind.name for kind in KINDS.values() if kind.observe and kind.judge]
 
 
 @pytest.mark.parametrize("path", [docs_knobs.README, docs_knobs.VERIFICATION], ids=lambda p: p.name)

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from fakehost import REPO
-from infertune import docs_vars, validation
+from infertune import docs_vars, rules, specs
 
-SPECS = validation.load_specs()
+SPECS = specs.load_specs()
 
 
 def test_the_variables_page_is_generated():
@@ -52,7 +52,7 @@ def test_argument_spec_defaults_agree_with_defaults_main(role):
 
 
 def test_rollout_declaration_agrees_with_its_vars_file():
-    defaults = yaml.safe_load((REPO / validation.ROLLOUT_DEFAULTS).read_text()) or {}
+    defaults = yaml.safe_load((REPO / specs.ROLLOUT_DEFAULTS).read_text()) or {}
     options = SPECS["rollout"].options
     assert set(defaults) <= set(options), set(defaults) - set(options)
     for name, value in defaults.items():
@@ -70,7 +70,7 @@ def test_every_option_is_documented():
 
 
 def test_every_rule_belongs_to_a_declared_variable():
-    assert sorted(set(validation.rules()) - set(validation.declared())) == []
+    assert sorted(set(rules.rules()) - set(specs.declared())) == []
 
 
 def test_table_shows_rules_choices_and_secrets():

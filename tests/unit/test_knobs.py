@@ -40,7 +40,7 @@ def test_bad_catalog_entries_fail_with_a_message(host):
         knobs.run("hugepages", {}, Gate(), host)
     with pytest.raises(TuningError, match="arguments of sysctl must be a mapping"):
         knobs.run("sysctl", ["kernel.numa_balancing"], Gate(), host)
-    with pytest.raises(TuningError, match="sysctl: missing argument 'path'"):
+    with pytest.raises(TuningError, match="sysctl: missing argument path"):
         knobs.run("sysctl", {"settings": SYSCTL["settings"]}, Gate(), host)
 
 

@@ -12,14 +12,14 @@ import yaml
 
 import controller_play
 from fakehost import REPO
-from infertune import validation
+from infertune import rules, specs, validation
 
 SECRET = "s3cr3t-token-value"
 
 
 def rendered_defaults():
     """Every role default, templated ones replaced by what they render to on a control node."""
-    values = validation.role_defaults()
+    values = specs.role_defaults()
     rendered = {
         "report_dir": str(REPO / "reports"),
         "benchmark_report_dir": str(REPO / "reports"),
@@ -38,7 +38,7 @@ def test_good_defaults_pass():
 
 
 def test_every_declared_variable_has_a_default_that_passes():
-    values = {name: option.spec["default"] for name, option in validation.declared().items()
+    values = {name: option.spec["default"] for name, option in specs.declared().items()
               if "default" in option.spec and not (isinstance(option.spec["default"], str) and "{{" in option.spec["default"])}
     assert validation.validate(values) == []
 
@@ -362,7 +362,7 @@ def _deep(depth):
 
 @pytest.mark.parametrize("value", WEIRD + _cyclic() + [_deep(5000)], ids=lambda v: type(v).__name__)
 def test_weird_values_never_raise(value):
-    names = list(validation.declared()) + ["sglang_unknown_thing"]
+    names = list(specs.declared()) + ["sglang_unknown_thing"]
     problems = validation.validate({name: value for name in names})
     for problem in problems:
         line = problem.line("h")
@@ -375,14 +375,14 @@ def test_validator_never_raises_on_non_mapping_input():
 
 
 def test_show_is_short_and_single_line():
-    assert validation.show("a\nb") == "'a\\nb'"
-    assert len(validation.show("x" * 10_000)) <= 60
-    assert validation.show(10 ** 5000) == "an integer of 16610 bits"
-    assert math.isnan(float("nan")) and validation.show(float("nan")) == "nan"
+    assert rules.show("a\nb") == "'a\\nb'"
+    assert len(rules.show("x" * 10_000)) <= 60
+    assert rules.show(10 ** 5000) == "an integer of 16610 bits"
+    assert math.isnan(float("nan")) and rules.show(float("nan")) == "nan"
 
 
 def test_file_mode_rule():
-    rule = validation.file_mode()
+    rule = rules.file_mode()
     found = []
     for mode in ("0644", "0755", "0600", "4755", "2755", "0777", "rwx", 0o4755, None):
         rule.check(mode, lambda text, *rest, mode=mode: found.append((mode, text)))
@@ -530,11 +530,11 @@ prints, one line per problem (here for a host named `gpu-07`). Secret values
 `PYTHONPATH=. .venv/bin/python tests/unit/test_validation.py`; a unit test fails when it is out of date.
 
 Rules live in these places only: type, `elements`, `choices` and defaults in
-`roles/*/meta/argument_specs.yml` (the rollout shape in `ROLLOUT_SPEC` of
-`infertune/validation.py`); ranges, character sets and per-element rules of a variable a knob
+`roles/*/meta/argument_specs.yml` (the rollout shape in `playbooks/meta/argument_specs.yml`, from
+which `playbooks/vars/rollout.yml` is generated); ranges, character sets and per-element rules of a variable a knob
 reads in that knob's catalog entry (`rules` in `roles/infertune/vars/main.yml`, naming the
-rule makers of `MAKERS` in `infertune/validation.py`), those of the other variables in `RULES`
-of `infertune/validation.py`. The variable tables of `docs/variables.md` are generated from them.
+rule makers of `MAKERS` in `infertune/rules.py`), those of the other variables in `RULES`
+of `infertune/rules.py`. The variable tables of `docs/variables.md` are generated from them.
 
 Decisions:
 
@@ -565,7 +565,7 @@ def _cell(text):
 
 def _input_text(value):
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
-        return "10 ** 5000" if value == 10 ** 5000 else validation.show(value)
+        return "10 ** 5000" if value == 10 ** 5000 else rules.show(value)
     if isinstance(value, str) and len(value) > 60 and len(set(value)) == 1:
         return "%r * %d" % (value[0], len(value))
     text = repr(value)

@@ -97,6 +97,30 @@ def test_a_verified_host_reached_the_verify_stage():
                         False)["rollout"]["stage"] == "drain"
 
 
+class View:
+    """A host's variables as the action's Resolved sees them: templates rendered on the way out."""
+
+    def __init__(self, variables):
+        self.variables = variables
+
+    def render(self, value):
+        if isinstance(value, str) and value.startswith("{{ ") and value.endswith(" }}"):
+            name, _, test = value[3:-3].partition(" | ")
+            found = self.variables[name]
+            return len(found) > 0 if test == "length > 0" else found
+        return {k: self.render(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def test_the_entries_whose_kind_verifies_itself_go_to_the_verification_rendered():
+    catalog = [{"name": "sysfs", "module": "sysfs", "args": {"settings": "{{ sysctl_sysfs_settings }}"},
+                "enabled": "{{ sysctl_sysfs_settings | length > 0 }}"},
+               {"name": "sysctl", "module": "sysctl", "args": {"settings": "{{ sysctl_settings }}"}}]
+    settings = [{"path": "/sys/kernel/mm/transparent_hugepage/enabled", "value": "never"}]
+    got = action.judged(catalog, View({"sysctl_sysfs_settings": settings, "sysctl_settings": []}))
+    assert got == {"sysfs": {"module": "sysfs", "args": {"settings": settings}}}
+    assert action.judged(catalog, View({"sysctl_sysfs_settings": [], "sysctl_settings": []})) == {}
+
+
 def test_a_host_ssh_cannot_reach_fails_once_with_sshs_reason():
     """Its checks fail alike, in a fixture (pytest's wrapper around our message) or a test: the
     reason to fail it says so once."""

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from fakehost import REPO
-from infertune import validation
+from infertune import specs
 from verifycheck import load
 
 # The suite's own modules (verifycheck puts tests/verify on the path).
@@ -44,7 +44,7 @@ def suite_commands(tmp_path, *selection):
     """Every command a run of tests/verify on this machine (local://) had testinfra run, with
     the roles' defaults as the expected values. Read-only here: the checks fail (no GPU)."""
     expected = tmp_path / "expected.json"
-    expected.write_text(json.dumps({"this-host": validation.role_defaults()}))
+    expected.write_text(json.dumps({"this-host": specs.role_defaults()}))
     calls = tmp_path / "calls.json"
     env = dict(os.environ, INFERTUNE_VERIFY_EXPECTED=str(expected), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     subprocess.run([sys.executable, "-c", RECORDING, str(calls), str(REPO / "tests" / "verify"), "-q",
@@ -191,7 +191,7 @@ def test_planned_takes_the_probes_of_the_selected_users(users, expected):
     # tests/verify's modules register their probes when imported.
     for module in ("conftest", "test_cpu_power", "test_nvidia", "test_pcie_fabric", "test_services", "test_sysctl"):
         load(module)
-    assert len(planned(users, validation.role_defaults())) == expected
+    assert len(planned(users, specs.role_defaults())) == expected
 
 
 def test_a_probe_that_cannot_be_built_is_left_to_its_test():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infertune import validation
+from infertune import specs
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_ROLES = ["pcie", "cpu_power", "sysctl", "sglang", "gpu_gate"]
@@ -21,13 +21,13 @@ SPEC_ROLES = ["pcie", "cpu_power", "sysctl", "sglang", "gpu_gate"]
 STAND_IN = '''
 import json
 
-from ansible_collections.infertune.fleet.infertune import COLLECTION, validation
+from ansible_collections.infertune.fleet.infertune import COLLECTION, specs
 from ansible_collections.infertune.fleet.plugins.action.infertune_verify import ActionModule as Verify, inputs
 
 
 class ActionModule(Verify):
     def run(self, tmp=None, task_vars=None):
-        names = inputs(validation.load_specs(COLLECTION), self._task.args["roles"])
+        names = inputs(specs.load_specs(COLLECTION), self._task.args["roles"])
         views = self.resolved(task_vars, self._task.args["hosts"])
         with open(self._task.args["out"], "w") as handle:
             json.dump({h: {n: v[n] for n in names if n in v} for h, v in views.items()}, handle)
@@ -77,9 +77,9 @@ def values(tmp_path_factory):
 
 
 def test_every_input_of_the_roles_is_resolved_for_every_host(values):
-    names = {n for role in SPEC_ROLES for n, o in validation.load_specs()[role].options.items()
+    names = {n for role in SPEC_ROLES for n, o in specs.load_specs()[role].options.items()
              if not o.spec.get("no_log")}
-    defaults = validation.role_defaults()
+    defaults = specs.role_defaults()
     for host in ("gpu-01", "gpu-02"):
         # Every input with a default reaches the verification, set by the inventory or not.
         assert set(values[host]) == {n for n in names if n in defaults}
@@ -93,7 +93,7 @@ def test_inventory_facts_and_extra_vars_win_templated_per_host(values):
     assert [values[h]["sglang_served_model_name"] for h in ("gpu-01", "gpu-02")] == ["gpu-01-glm", "gpu-02-glm"]
     assert {values[h]["cpu_power_governor"] for h in values} == {"schedutil"}
     assert values["gpu-02"]["pcie_mrrs_vendor"] == "0x1234"
-    assert values["gpu-01"]["pcie_mrrs_vendor"] == validation.role_defaults()["pcie_mrrs_vendor"]
+    assert values["gpu-01"]["pcie_mrrs_vendor"] == specs.role_defaults()["pcie_mrrs_vendor"]
 
 
 def test_secrets_are_never_handed_over(values):
@@ -108,9 +108,10 @@ def test_no_role_and_no_check_reads_a_defaults_file_of_its_own():
                if "defaults/main.yml" in path.read_text()]
     readers += [str(path.relative_to(REPO)) for path in sorted((REPO / "tests" / "verify").glob("*.py"))
                 if "defaults" in path.read_text()]
-    # The verification's and the report's Python (the input check and the docs generators read the
-    # defaults files as specs: which names a role declares, what the tables print).
+    # The verification's and the report's Python (the input check, the docs generators and the defaults
+    # generator read or write the defaults files as specs: which names a role declares, what the tables
+    # print, what the specs say).
     readers += [str(path.relative_to(REPO)) for path in sorted((REPO / "infertune").glob("*.py"))
-                if path.name not in ("validation.py", "docs_vars.py", "docs_knobs.py")
+                if path.name not in ("specs.py", "validation.py", "docs_vars.py", "docs_knobs.py", "role_defaults.py")
                 and ("\"defaults\"" in path.read_text() or "defaults/main.yml" in path.read_text())]
     assert readers == []

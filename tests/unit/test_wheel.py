@@ -54,7 +54,7 @@ def test_the_roofline_runs_from_the_wheel(wheel_python, tmp_path):
 
 
 @pytest.mark.parametrize("module", ["roofline", "bench_client", "interconnect", "control_node", "plot", "backend_ab",
-                                    "verify", "report", "docs_knobs", "docs_vars", "moe_table"])
+                                    "verify", "report", "docs_knobs", "docs_vars", "registry", "role_defaults"])
 def test_every_entry_point_answers_help(wheel_python, module):
     rc, out, err = run(wheel_python, "-m", f"infertune.{module}", "--help")
     assert rc == 0 and out.startswith("usage:") and err == "", err
@@ -67,7 +67,8 @@ def test_every_entry_point_answers_help(wheel_python, module):
     (["-m", "infertune.report", "--dir", "reports"], "needs the collection infertune.fleet"),
     (["-m", "infertune.docs_knobs", "--check"], "needs the collection infertune.fleet"),
     (["-m", "infertune.docs_vars", "--check"], "needs the collection infertune.fleet"),
-    (["-m", "infertune.moe_table", "--check"], "needs the collection infertune.fleet"),
+    (["-m", "infertune.registry", "--check"], "needs the collection infertune.fleet"),
+    (["-m", "infertune.role_defaults", "--check"], "needs the collection infertune.fleet"),
     (["-m", "infertune", "verify", "-i", "hosts"], "nor a collection infertune.fleet"),
 ], ids=lambda v: v[1] if isinstance(v, list) else None)
 def test_an_entry_point_that_cannot_run_says_what_it_needs_in_one_line(wheel_python, argv, needs):

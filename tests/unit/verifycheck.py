@@ -33,6 +33,6 @@ def outcome(test, *args):
 def resolved(overrides=None):
     """Values as a run resolves them for a host that sets only OVERRIDES: the roles' defaults as
     written (no knob default is templated), under the overrides."""
-    from infertune import validation
+    from infertune import specs
 
-    return dict(validation.role_defaults(), **(overrides or {}))
+    return dict(specs.role_defaults(), **(overrides or {}))

@@ -13,6 +13,7 @@ MOUNTS = (
     "sys/bus/pci/devices",
     "sys/module",
     "sys/kernel/security",
+    "sys/kernel/mm/transparent_hugepage",
     "proc/cpuinfo",
     "proc/cmdline",
     "proc/sys/kernel/osrelease",
@@ -100,6 +101,7 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
     driver = faults.get("old-driver") or profile["gpu"]["driver_version"]
     render_kernel.render_modules(os.path.join(out, "sys/module"), modules, driver)
     render_kernel.render_security(os.path.join(out, "sys/kernel/security"), "lockdown" in faults)
+    render_kernel.render_thp(os.path.join(out, "sys/kernel/mm/transparent_hugepage"), profile, cmdline)
     sysctls = sysctl.apply(root, profile["sysctl"])
     write(os.path.join(out, "proc/cmdline"), cmdline)
     write(os.path.join(out, "proc/sys/kernel/osrelease"), release)

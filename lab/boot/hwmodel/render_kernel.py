@@ -1,6 +1,8 @@
-"""/sys/module (loaded modules and their parameters) and /sys/kernel/security/lockdown."""
+"""/sys/module (loaded modules and their parameters), /sys/kernel/security/lockdown and the
+transparent hugepage modes (/sys/kernel/mm/transparent_hugepage)."""
 import os
 
+from . import cmdline as kcmdline
 from . import modprobe
 from .files import write
 
@@ -34,3 +36,21 @@ def render_modules(out, modules, driver_version):
 def render_security(out, lockdown):
     """Write the future /sys/kernel/security under OUT."""
     write(os.path.join(out, "lockdown"), LOCKDOWN[lockdown])
+
+
+# The kernel's choice lists, its selection in brackets; Debian's kernels are built with "always".
+THP = {"enabled": ("always", "madvise", "never"), "defrag": ("always", "defer", "defer+madvise", "madvise", "never")}
+THP_DEFAULTS = {"enabled": "always", "defrag": "madvise"}
+
+
+def render_thp(out, profile, cmdline):
+    """Write the future /sys/kernel/mm/transparent_hugepage under OUT: the profile's modes (kernel.thp),
+    transparent_hugepage= on the command line first for enabled, as the kernel reads it at boot.
+    A write later replaces the file's text with the word written, where the kernel would show the
+    list with the new selection: the lab does not model that; readers take either."""
+    modes = dict(THP_DEFAULTS, **(profile.get("kernel") or {}).get("thp", {}))
+    asked = kcmdline.param(cmdline, "transparent_hugepage")
+    if asked in THP["enabled"]:
+        modes["enabled"] = asked
+    for name, choices in THP.items():
+        write(os.path.join(out, name), " ".join("[%s]" % c if c == modes[name] else c for c in choices))

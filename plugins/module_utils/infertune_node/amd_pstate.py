@@ -1,6 +1,7 @@
 """amd_pstate operating mode (active/passive/guided) at runtime."""
 from . import cpu, sysfs
 from .gate import TuningError
+from .kind import REQUIRED, Kind
 
 STATUS = cpu.CPU_DIR + "/amd_pstate/status"
 MODES = ("active", "passive", "guided")
@@ -31,3 +32,7 @@ def apply_mode(root, mode, gate):
         raise TuningError("amd_pstate status reads %r after writing %r" % (result["after"], mode))
     result["msg"] = "amd_pstate mode %s" % mode
     return result
+
+
+KIND = Kind("amd_pstate", lambda root, a, gate: apply_mode(root, a["mode"], gate), {"mode": (str, REQUIRED)},
+            say=lambda value: "mode %s" % value, nothing="driver not loaded")

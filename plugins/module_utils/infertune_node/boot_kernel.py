@@ -9,6 +9,7 @@ import shutil
 
 from . import grubcfg, sysfs
 from .gate import TuningError, run
+from .kind import REQUIRED, Kind
 
 GRUB_CFG = "/boot/grub/grub.cfg"
 DROPIN = "/etc/default/grub.d/50-infertune-default.cfg"
@@ -114,3 +115,13 @@ def pin_running(root, gate, run=None):
             result["default_release"] or "an unknown kernel", running, result["loader"]))
     result["msg"] = "%s boots the running kernel %s by default" % (result["loader"], running)
     return result
+
+
+def _apply(root, args, gate):
+    result = apply_boot_kernel(root, args["release"], gate)
+    result["reboot_required"] = bool(result.get("boot_kernel_reboot_required"))
+    return result
+
+
+KIND = Kind("boot_kernel", _apply, {"release": (str, REQUIRED)}, say=lambda value: "default entry %s" % value,
+            nothing="default entry unknown")

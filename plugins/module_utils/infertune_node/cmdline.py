@@ -6,8 +6,9 @@ import shlex
 import shutil
 from collections import Counter
 
-from . import grubcfg, sysfs
+from . import cpu, grubcfg, pcie_fabric, sysfs
 from .gate import TuningError, run
+from .kind import REQUIRED, Kind, Rule
 
 GRUB_DEFAULT_FILE = "/etc/default/grub"
 GRUB_DROPIN_DIR = "/etc/default/grub.d"
@@ -176,3 +177,79 @@ def apply_cmdline(root, params, remove, dropin, update, gate):
         "diff": {"before": old_content, "after": content, "before_header": target, "after_header": target},
         "msg": msg,
     }
+
+
+# The variables' rules (input validation, on the control node): key, key=value, key="value".
+_CMDLINE_KEY = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_CMDLINE_VALUE = r"[A-Za-z0-9_.,:/+=@-]*"
+_CMDLINE_QUOTED = r'"[A-Za-z0-9_.,:/+=@ -]*"'
+_CMDLINE_PARAM = re.compile(r"(%s)(=(%s|%s))?" % (_CMDLINE_KEY, _CMDLINE_VALUE, _CMDLINE_QUOTED))
+PROTECTED_CMDLINE_KEYS = ("root", "boot", "init", "ro", "rw")
+
+
+def cmdline_param():
+    doc = 'key, key=value or key="value"; keys [A-Za-z0-9_.-], values [A-Za-z0-9_.,:/+=@-] (spaces only inside quotes)'
+
+    def check(value, emit):
+        if not isinstance(value, str):
+            return
+        if value.strip() == "":
+            emit("must not be an empty entry")
+        elif not _CMDLINE_PARAM.fullmatch(value):
+            emit("must be " + doc)
+        elif key(value) == "amd_pstate":
+            emit("amd_pstate comes from cpu_power_amd_pstate_mode; do not list it here")
+    return Rule(doc, check)
+
+
+def cmdline_remove_key():
+    doc = "a key [A-Za-z0-9_.-], not %s" % ", ".join(PROTECTED_CMDLINE_KEYS)
+
+    def check(value, emit):
+        if not isinstance(value, str):
+            return
+        if value.strip() == "":
+            emit("must not be an empty entry")
+        elif not re.fullmatch(_CMDLINE_KEY, value):
+            emit("must be a parameter key [A-Za-z0-9_.-] (no =value)")
+        elif key(value) in PROTECTED_CMDLINE_KEYS:
+            emit("must not remove %s (the host would not boot)" % value)
+    return Rule(doc, check)
+
+
+def _params(root, args):
+    """(parameters, keys to remove): the parameters plus those meant for this host's CPU vendor
+    (amd_pstate= on AMD only) and the PCIe fabric's (IOMMU parameter named for the vendor)."""
+    vendor = cpu.vendor(root)
+    params = list(args["params"]) + list((args["vendor_params"] or {}).get(vendor, []))
+    remove = list(args["remove"])
+    fabric = args["fabric"]
+    if fabric:
+        extra, dropped = pcie_fabric.cmdline_params(vendor, fabric["iommu"], fabric.get("link_pm_off", True))
+        params += extra
+        remove += [k for k in dropped if k not in remove]
+    return params, remove
+
+
+def _apply(root, args, gate):
+    params, remove = _params(root, args)
+    result = apply_cmdline(root, params, remove, args["dropin"], args["update"], gate)
+    result["reboot_required"] = result["kernel_cmdline_reboot_required"]
+    return result
+
+
+def _change(before, after, differs):
+    """The parameters added and removed, where the value is a command line."""
+    if not (isinstance(before, str) and isinstance(after, str)):
+        return None
+    old, new = before.split(), after.split()
+    added, removed = [w for w in new if w not in old], [w for w in old if w not in new]
+    parts = (["added " + " ".join(added)] if added else []) + (["removed " + " ".join(removed)] if removed else [])
+    return "; ".join(parts) or None
+
+
+KIND = Kind("kernel_cmdline", _apply,
+            {"params": (list, REQUIRED), "vendor_params": (dict, None), "fabric": (dict, None), "remove": (list, []),
+             "dropin": (str, REQUIRED), "update": (bool, True)},
+            nothing="no parameters", change=_change,
+            makers={"cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key})

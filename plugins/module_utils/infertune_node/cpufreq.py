@@ -1,6 +1,7 @@
 """cpufreq governor and energy-performance preference (EPP) on every CPU."""
-from . import cpu, differs, sysfs
+from . import cpu, differs, sysfs, words
 from .gate import TuningError
+from .kind import REQUIRED, Kind
 
 
 def _policy_dir(name):
@@ -92,3 +93,8 @@ def apply_policy(root, governor, epp, gate):
     if epp is not None and not epp_cpus:
         result["msg"] += "; EPP not applicable with driver %s" % ", ".join(sorted(result["driver"]))
     return result
+
+
+KIND = Kind("cpufreq_policy", lambda root, a, gate: apply_policy(root, a["governor"], a["epp"], gate),
+            {"governor": (str, REQUIRED), "epp": (str, None)},
+            say=words.mapping(lambda value: words.cpu_counts(value, {"epp": "EPP"})))

@@ -1,5 +1,6 @@
 """Idle states (C-states): disable those whose exit latency exceeds a bound, on every CPU."""
-from . import cpu, differs, sysfs
+from . import cpu, differs, sysfs, words
+from .kind import REQUIRED, Kind
 
 DRIVER = cpu.CPU_DIR + "/cpuidle/current_driver"
 
@@ -62,3 +63,7 @@ def apply_states(root, max_latency, keep_poll, gate):
             "after": _aggregate(after), "driver": driver, "cpus": cpus,
             "differs": differs.elements(changes, cpus),
             "msg": "idle states with exit latency above %d us disabled on %d CPUs" % (max_latency, cpus)}
+
+
+KIND = Kind("cpuidle_states", lambda root, a, gate: apply_states(root, a["max_latency"], a["keep_poll"], gate),
+            {"max_latency": (int, REQUIRED), "keep_poll": (bool, True)}, say=words.mapping(words.cstates))

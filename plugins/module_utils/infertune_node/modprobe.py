@@ -1,7 +1,10 @@
 """Kernel module options in /etc/modprobe.d and how they compare with the loaded modules."""
+import math
 import os
+import re
 
-from . import sysfs
+from . import sysfs, words
+from .kind import REQUIRED, Kind, Rule, is_int
 
 HEADER = ("# managed by infertune (modprobe_options): read when a module loads;\n"
           "# a module that is already loaded keeps its values until reload or reboot.\n")
@@ -89,3 +92,56 @@ def _unknown(report):
     """Said, never waited for: a reboot would not change it, and one per run would never end."""
     names = ["%s.%s" % (module, param) for module, entry in report.items() for param in entry["unknown"]]
     return "; not shown by the loaded module (unknown to it?): %s" % ", ".join(names) if names else ""
+
+
+_MODULE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def module_options():
+    doc = "module -> {parameter: value}; names [A-Za-z0-9_-]+, values without whitespace or #"
+
+    def check(value, emit):
+        if not isinstance(value, dict):
+            return
+        for module, params in value.items():
+            if not isinstance(module, str) or not _MODULE_NAME.fullmatch(module) or len(module) > 64:
+                emit("module name must match [A-Za-z0-9_-]+", "", module)
+                continue
+            if params is None:
+                continue
+            if not isinstance(params, dict):
+                emit("must be a mapping of parameter to value", ".%s" % module, params)
+                continue
+            for param, item in params.items():
+                where = ".%s" % module
+                if not isinstance(param, str) or not _MODULE_NAME.fullmatch(param) or len(param) > 64:
+                    emit("parameter name must match [A-Za-z0-9_-]+", where, param)
+                    continue
+                where += ".%s" % param
+                if isinstance(item, bool):
+                    continue
+                if is_int(item):
+                    if item.bit_length() > 64:
+                        emit("must be a 64-bit number", where, item)
+                    continue
+                if isinstance(item, float):
+                    if not math.isfinite(item):
+                        emit("must be a finite number", where, item)
+                    continue
+                if not isinstance(item, str):
+                    emit("value must be a string, number or boolean", where, item)
+                elif item == "" or len(item) > 1024 or re.search(r"[\s#]", item):
+                    emit("value must be non-empty, without whitespace or #", where, item)
+    return Rule(doc, check)
+
+
+def _flag_reload(result):
+    # Load-time options of a loaded module run at the next load: a reboot.
+    result["reboot_required"] = bool(result.get("modprobe_options_reload_required"))
+    return result
+
+
+KIND = Kind("modprobe_options", lambda root, a, gate: _flag_reload(apply_options(root, a["options"], a["path"], gate)),
+            {"options": (dict, REQUIRED), "path": (str, REQUIRED)},
+            say=lambda value: words.lines(value) or "no options", nothing="no options file",
+            makers={"module_options": module_options})

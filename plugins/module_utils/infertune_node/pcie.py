@@ -7,10 +7,15 @@ Payload and the error-reporting bits are never touched.
 import os
 import re
 
-from . import sysfs
+from . import sysfs, words
 from .gate import TuningError
+from .kind import REQUIRED, Kind
 
 PCI_DEVICES = "/sys/bus/pci/devices"
+# NVIDIA's PCI vendor id and the classes of its GPU functions (VGA, 3D controller; never the
+# audio function, 0x0403): the knobs' and gates' defaults, where a catalog entry names none.
+NVIDIA = "0x10de"
+GPU_CLASSES = ("0x0300", "0x0302")
 VALUES = (128, 256, 512, 1024, 2048, 4096)
 MRRS_MASK = 0x7000
 PCIE_CAP_ID = 0x10
@@ -167,3 +172,8 @@ def apply_mrrs(root, value, vendor, classes, gate, setpci=None):
         msg = "no PCI device of vendor %s with class %s" % (vendor, "/".join(classes))
     return {"changed": len(gate.actions) > writes_before, "before": before, "after": after,
             "devices": len(devices), "msg": msg}
+
+
+KIND = Kind("pcie_mrrs", lambda root, a, gate: apply_mrrs(root, a["value"], a["vendor"], a["classes"], gate),
+            {"value": (int, REQUIRED), "vendor": (str, NVIDIA), "classes": (list, list(GPU_CLASSES))},
+            say=words.mapping(lambda value: words.per_device(value, lambda n: "%s bytes" % n, "device")))

@@ -8,8 +8,9 @@ upstream forwarding, ...) and ports that lead to no GPU stay as they are.
 """
 import os
 
-from . import pcie, sysfs
+from . import pcie, sysfs, words
 from .gate import TuningError
+from .kind import Kind
 
 ACS_ID = 0x000D
 CONTROL = 6  # ACS Control register, from the start of the capability
@@ -92,3 +93,8 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
         msg += "; no ACS capability (nothing to clear) on %s" % ", ".join(without)
     return {"changed": bool(todo), "before": {b: _hex(v) for b, v in before.items()},
             "after": {b: _hex(v) for b, v in after.items()}, "ports": len(ports), "without_acs": without, "msg": msg}
+
+
+KIND = Kind("pcie_acs", lambda root, a, gate: apply_acs(root, a["vendor"], a["classes"], a["force"], gate),
+            {"vendor": (str, pcie.NVIDIA), "classes": (list, list(pcie.GPU_CLASSES)), "force": (bool, False)},
+            say=words.mapping(lambda value: words.per_device(value, words.acs, "port")))

@@ -2,8 +2,9 @@
 import os
 import re
 
-from . import sysfs
+from . import sysfs, words
 from .gate import TuningError
+from .kind import REQUIRED, Kind, Rule, is_int
 
 HEADER = "# managed by infertune (sysctl): read by systemd-sysctl at every boot.\n"
 # The dotted form alone: a name becomes a path under /proc/sys, so no slash and no empty part.
@@ -59,3 +60,67 @@ def apply_sysctls(root, settings, path, gate):
         # Every value runs already: the change is the file, which the plan and the report name.
         result["differs"] = "%s %s" % (path, "rewritten" if existed else "created")
     return result
+
+
+# Names in the dotted form the host side takes (a name becomes a path under /proc/sys); values
+# are what sysctl -n prints: words of this set separated by single spaces (multi-field sysctls),
+# nothing a shell, a unit or sysctl.d would read as syntax.
+_SYSCTL_VALUE = re.compile(r"[A-Za-z0-9_.,:/+=@-]+( [A-Za-z0-9_.,:/+=@-]+)*")
+
+
+# Sysctls whose range the kernel documents: a value outside it would be refused by the kernel
+# only when the runtime stage writes it, after the drain, rather than before any change.
+SYSCTL_RANGES = {"kernel.numa_balancing": (0, 3), "vm.swappiness": (0, 200)}
+
+
+def sysctl_settings():
+    doc = ("a list of {name, value}: names dotted [a-z0-9_]+(.[A-Za-z0-9_-]+)+, each once; values"
+           " [A-Za-z0-9_.,:/+=@-] words separated by single spaces; %s" % ", ".join(
+               "%s %d-%d" % (name, low, high) for name, (low, high) in SYSCTL_RANGES.items()))
+
+    def check(value, emit):
+        if not isinstance(value, (list, tuple)):
+            return
+        seen = set()
+        for index, item in enumerate(value):
+            where = "[%d]" % index
+            if not isinstance(item, dict) or set(item) != {"name", "value"}:
+                emit("must be a mapping with the keys name and value, no other", where,
+                     ", ".join(sorted(map(str, item))) if isinstance(item, dict) else item)
+                continue
+            name, setting = item["name"], item["value"]
+            if not isinstance(name, str) or len(name) > 256 or not NAME.fullmatch(name):
+                emit("name must be a dotted sysctl name [a-z0-9_]+(.[A-Za-z0-9_-]+)+", where + ".name", name)
+            elif name in seen:
+                emit("name must appear once (%s is set twice)" % name, where + ".name", name)
+            seen.add(name)
+            # A number is what it prints as; a boolean would become True, which no sysctl takes.
+            if is_int(setting):
+                setting = str(setting)
+            if not isinstance(setting, str):
+                emit("value must be a string or an integer", where + ".value", setting)
+            elif len(setting) > 4096 or not _SYSCTL_VALUE.fullmatch(setting):
+                emit("value must be [A-Za-z0-9_.,:/+=@-] words separated by single spaces", where + ".value", setting)
+            elif name in SYSCTL_RANGES:
+                low, high = SYSCTL_RANGES[name]
+                if not (setting.isdigit() and low <= int(setting) <= high):
+                    emit("value must be an integer %d-%d for %s" % (low, high, name), where + ".value", setting)
+    return Rule(doc, check)
+
+
+def _say(value):
+    return "; ".join("%s: %s" % (key, item) for key, item in value.items()) if isinstance(value, dict) else str(value)
+
+
+def _change(before, after, differs):
+    """The sysctls whose value changes; none: the file alone, as the result's differs says it."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return None
+    changed = ["%s: %s%s%s" % (key, before.get(key) or "—", words.ARROW, value) for key, value in after.items()
+               if before.get(key) != value]
+    return "; ".join(changed) if changed else "%s live; %s" % (_say(after), differs or "sysctl.d file rewritten")
+
+
+KIND = Kind("sysctl", lambda root, a, gate: apply_sysctls(root, a["settings"], a["path"], gate),
+            {"settings": (list, REQUIRED), "path": (str, REQUIRED)}, say=_say, change=_change,
+            makers={"sysctl_settings": sysctl_settings})

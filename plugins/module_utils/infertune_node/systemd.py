@@ -1,9 +1,10 @@
 """A unit's files, boot-time enablement and running state, through systemctl."""
 import os
 
-from . import sysfs
+from . import sysfs, words
 from .files import install
 from .gate import Gate, TuningError
+from .kind import REQUIRED, Kind
 
 # What is-enabled says of a unit no file defines: "not-found", or on older systemd nothing
 # on stdout and a non-zero status ("unknown" here; the error goes to stderr).
@@ -146,3 +147,9 @@ def apply_unit(root, unit, files, enabled, started, gate, wanted_by=None, drop_e
             "diff": installed["diff"],
             "msg": "%s: %s" % (unit, ", ".join(installed["files"]) + " written" if installed["files"]
                                else "files in place" if files else "%(enabled)s, %(active)s" % after)}
+
+
+KIND = Kind("systemd_unit", lambda root, a, gate: apply_unit(root, a["unit"], a["files"], a["enabled"], a["started"],
+                                                             gate, a["wanted_by"], a["drop_exec_args"]),
+            {"unit": (str, REQUIRED), "files": (list, []), "enabled": (bool, True), "started": (bool, False),
+             "wanted_by": (str, None), "drop_exec_args": (list, None)}, say=words.mapping(words.unit))

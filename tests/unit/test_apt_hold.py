@@ -1,6 +1,6 @@
 """apt upgrade and unattended-upgrades cannot move a host to another kernel behind the rollout."""
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.packages import HOLDS, apply_kernel_hold
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.apt_hold import HOLDS, apply_kernel_hold
 from fakehost import Recorder, read, snapshot, write
 
 

@@ -1,7 +1,7 @@
 """MoE backend support: versions, choice lists and argv checks on miniature trees.
 
 The verdicts themselves are tested against trimmed copies of the released sources
-(sglang 0.5.9, 0.5.14, 0.5.23 and flashinfer-python 0.7.2) in test_moe_verdicts.py.
+(sglang 0.5.9, 0.5.14, 0.5.23 and flashinfer-python 0.7.2) in test_moe_backend_support.py.
 """
 import os
 import stat
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import parse_smi_csv
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import (
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import (
     check_argv_choices,
     choice_lists,
     dist_version,
@@ -24,7 +24,7 @@ from moduleharness import run_module
 from test_gpu_facts import SM120_CSV
 
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "sglang" / "vars" / "main.yml").read_text())
-MATRIX = ROLE_VARS["sglang_moe_support_matrix"]
+MATRIX = ROLE_VARS["sglang_moe_backend_support_matrix"]
 KERNELS = ROLE_VARS["sglang_flashinfer_moe_kernels"]
 SM120 = parse_smi_csv(SM120_CSV)
 BACKENDS = ["auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_cutedsl", "cutlass"]
@@ -172,7 +172,7 @@ def test_module_falls_back_to_choice_lists_when_sglang_cannot_import(venv, capsy
 
 
 def test_a_venv_without_sglang_says_not_installed(tmp_path):
-    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import judge_host
+    from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import judge_host
 
     result = judge_host(lambda argv: (0, "", ""), "node1", venv=str(tmp_path), backend="flashinfer_cutlass",
                         quantization="modelopt_fp4", gpus=SM120)

@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import sglang_rules
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import parse_smi_csv
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_support import (
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe_backend_support import (
     Installed,
     assess,
     choice_lists,
@@ -26,7 +26,7 @@ from test_gpu_facts import H200_CSV, SM120_CSV
 
 SOURCES = REPO / "tests" / "fixtures" / "moe_sources"
 ROLE_VARS = yaml.safe_load((REPO / "roles" / "sglang" / "vars" / "main.yml").read_text())
-MATRIX = ROLE_VARS["sglang_moe_support_matrix"]
+MATRIX = ROLE_VARS["sglang_moe_backend_support_matrix"]
 KERNELS = ROLE_VARS["sglang_flashinfer_moe_kernels"]
 H200 = parse_smi_csv(H200_CSV)
 SM120 = parse_smi_csv(SM120_CSV)
