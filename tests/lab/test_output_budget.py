@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, ROOT, labctl, recap
+from helpers import BIN, ROOT, recap
 
 pytestmark = pytest.mark.lab
 
@@ -35,9 +35,6 @@ def run(hosts, *args, env=None):
 
 @pytest.fixture(scope="module")
 def converged(lab):
-    # The default fleet's shape: a module before may have given hosts other profiles (their GPUs
-    # fail the default gate); those are recreated, the others kept.
-    labctl("up", "--hosts", "8", "--profile", "seed-epyc-rtxpro6000", "--profile-map", "")
     hosts = lab.healthy_hosts()
     rc, out = run(hosts)
     assert rc == 0, out[-6000:]
