@@ -2,22 +2,26 @@
 VENV    := .venv
 BIN     := $(VENV)/bin
 LABCTL  := $(BIN)/python lab/labctl
-APT_PKGS := podman runc debootstrap pciutils iptables prometheus prometheus-node-exporter
-# The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here.
+# The checkout is the collection infertune.fleet: ansible.cfg's collections_path finds it here
+# (the link is tracked: a clean clone's playbooks resolve; this remakes it where it was lost).
 COLLECTION_LINK := collections/ansible_collections/infertune/fleet
 # Where ansible-test caches get-pip.py; 24.2 is the pip of the pinned ansible-core's ansible-test.
 GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
 
-.PHONY: setup lab-up lab-down demo lint unit sanity monitoring ee-context checks lab-image-trixie lab-test lab-pytest test
+.PHONY: setup lab-setup lab-up lab-down demo lint unit sanity monitoring ee-context checks lab-image-trixie lab-test lab-pytest test
 
-# Control-node tooling: Debian packages for the lab, pinned Python packages.
+# What driving real hosts from the checkout needs: a virtual environment with the pinned Python
+# packages (requirements-dev.txt) and the collection link. No system package, no service.
 setup: $(BIN)/ansible-playbook $(COLLECTION_LINK)
-	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-$(BIN)/ansible-playbook: requirements.txt pyproject.toml
+# The lab's and the tests' Debian packages (podman, debootstrap, pciutils, ..., promtool and
+# node_exporter), installed so that none starts or enables a service here (lab/infra/packages.py).
+lab-setup: setup
+	$(LABCTL) packages
+
+$(BIN)/ansible-playbook: requirements-dev.txt requirements-benchmark.txt requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
@@ -25,7 +29,7 @@ $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
 
-lab-up: setup
+lab-up: lab-setup
 	$(LABCTL) host-setup
 	$(LABCTL) image
 	$(LABCTL) up --hosts 8 --profile seed-epyc-rtxpro6000 --profile-map ""
@@ -68,7 +72,7 @@ $(GET_PIP): tests/sanity/get_pip.py
 
 # The drift watch's alert rules and their unit tests (promtool: Debian's prometheus package).
 # The unit tests run promtool check metrics on a textfile the drift watch wrote.
-monitoring: setup
+monitoring: lab-setup
 	promtool check rules monitoring/infertune-rules.yml
 	promtool test rules monitoring/tests/infertune-rules.test.yml
 
@@ -85,15 +89,20 @@ lab-image-trixie: lab-up
 # The collection's tarball (build/collection) and the execution environment's build context
 # (build/ee: Containerfile, the tarball, requirements), offline. Building the image from it
 # needs a registry: docs/collection.md, "Execution environment".
+# ansible-builder says "Complete!" even when a file execution-environment.yml names is missing
+# (the tarball of another version): the context must hold the tarball galaxy.yml builds.
 ee-context: setup
 	rm -rf build/collection build/ee
 	$(BIN)/ansible-galaxy collection build --output-path build/collection
 	$(BIN)/ansible-builder create --file execution-environment.yml --context build/ee
+	@tarball=$$(awk '/^namespace:/{n=$$2} /^name:/{m=$$2} /^version:/{v=$$2} END{print n "-" m "-" v ".tar.gz"}' galaxy.yml); \
+	test -f "build/ee/_build/collections/$$tarball" || { echo "make ee-context: build/ee lacks the collection's" \
+		"tarball $$tarball: execution-environment.yml must name the one galaxy.yml builds" >&2; exit 1; }
 
 # Lint and unit tests need one core, the lab's image builds mostly the network and the disk.
 checks: lint unit sanity monitoring ee-context
 
 # Every test: lint, unit and sanity tests while the lab comes up, then the lab tests.
-test: setup
+test: lab-setup
 	$(MAKE) -j2 --output-sync=target lab-image-trixie checks
 	$(MAKE) lab-pytest

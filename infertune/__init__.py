@@ -30,9 +30,23 @@ def find_collection(here: Path, search=None) -> Path | None:
 
 
 _HERE = Path(__file__).resolve().parent.parent
+_FOUND = find_collection(_HERE)
 # None found: the package's own parent, where the CLI says that the collection is missing.
-COLLECTION = find_collection(_HERE) or _HERE
+COLLECTION = _FOUND or _HERE
 
 _MODULE_UTILS = str(COLLECTION / "plugins" / "module_utils")
-if _MODULE_UTILS not in sys.path:
-    sys.path.append(_MODULE_UTILS)
+if _FOUND is not None and _MODULE_UTILS not in sys.path:
+    # The collection's own package reads its own host-side code first; a pip-installed package
+    # keeps the copy its wheel ships (infertune_node) and falls back to the collection's.
+    if _FOUND == _HERE:
+        sys.path.insert(0, _MODULE_UTILS)
+    else:
+        sys.path.append(_MODULE_UTILS)
+
+
+def collection_files(prog, what):
+    """Exit with one line when this package runs without the collection's files (a wheel with no
+    infertune.fleet on Ansible's collections path): PROG needs WHAT of it."""
+    if _FOUND is None:
+        sys.exit(f"{prog}: needs the collection {FQCN}'s {what}: install it (ansible-galaxy collection install"
+                 f" -p ~/.ansible/collections infertune-fleet-<version>.tar.gz) or run it in the checkout")

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import plot
+from . import needs, plot
 from .report import merge_into_host_report
 
 
@@ -92,6 +92,7 @@ def main(argv=None) -> int:
     p.add_argument("directory", type=Path, help="one host's results: plan.json and <backend>.json files")
     p.add_argument("--report", type=Path, help="JSON host report to record the fastest batch-1 backend in")
     a = p.parse_args(argv)
+    needs.require("plot", p.prog)  # before anything is written: decode.png is part of the summary
     summary = summarise(a.directory)
     batch1 = next((row for row in summary["winners"] if row["batch"] == 1), None)
     if a.report and batch1:

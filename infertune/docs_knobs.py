@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, docsection, report, specs
+from . import COLLECTION, collection_files, docsection, report, specs
 
 README = COLLECTION / "README.md"
 VERIFICATION = COLLECTION / "docs" / "verification.md"
@@ -37,6 +37,10 @@ GATE_CHECKS = {
                    "the PCI Express link registers of every GPU and bridge on the GPU paths (`pci_probe.py`),"
                    " judged by the plan's own gate code"),
     "pcie_bar1": ("`pcie_fabric_gates` (bar1)", "BAR1 size (sysfs `resource`) against `nvidia-smi` memory.total per GPU"),
+    "gpu_health": ("`gpu_gate_health`, `gpu_gate_health_sram_uncorrectable_max`, `gpu_gate_health_remap_uncorrectable_max`:"
+                   " no GPU reset or rma",
+                   "the health fields in the GPU checks' one `nvidia-smi --query-gpu` and the Xid lines of `/dev/kmsg`,"
+                   " judged by the plan's own table (`gpu_health.py`)"),
 }
 
 
@@ -147,6 +151,7 @@ def main(argv=None):
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--verification", type=Path, default=VERIFICATION)
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "knob catalog and argument specs")
     generated = sections()
     targets = {args.readme: generated[README], args.verification: generated[VERIFICATION]}
     if not (args.write or args.check):

@@ -4,6 +4,8 @@ test so the document cannot go stale."""
 import argparse
 from pathlib import Path
 
+from . import collection_files
+
 
 def rewrite(text, generated, start_marker, end_marker, name="the document"):
     """text with the part between the markers (markers included) replaced; ValueError without markers."""
@@ -17,12 +19,13 @@ def main(argv, description, render, rewrite_doc, option, default, what, module):
     """The shared command line: print the section, --write it into the document, or --check it
     (exit 1 when stale). option names the document's flag (--readme, --doc); what names the
     section and module the command that rewrites it, in the stale message."""
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(prog="python -m " + module, description=description)
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--write", action="store_true", help="rewrite the document between the markers")
     group.add_argument("--check", action="store_true", help="exit 1 when the document is out of date")
     parser.add_argument(option, dest="doc", type=Path, default=default)
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "files the section is generated from")
     generated = render()
     if not (args.write or args.check):
         print(generated)

@@ -48,6 +48,23 @@ FAMILIES = (
      "When the last drift run that read every host of the run ended, in seconds since the epoch."),
     ("infertune_build_info", "The infertune release that wrote this file (always 1)."),
 )
+# The GPUs' health as the last read of each host found it (docs/gpu-health.md), written only where
+# a read had it; labels host, gpu (index), uuid, bus_id and the family's own (a class, an Xid
+# number, a reason, a counter's name): never a free text.
+GPU_FAMILIES = (
+    ("infertune_gpu_health_read",
+     "Whether the last read of the host's GPUs answered (1) or not (0: driver unresponsive, nvidia-smi failed)."),
+    ("infertune_gpu_health_class",
+     "1 for the GPU's health class as last read (ok, warn, reset, rma, not_applicable), 0 for the others."),
+    ("infertune_gpu_remap_pending", "Whether a row remap waits for a GPU reset or a reboot (1) or not (0)."),
+    ("infertune_gpu_remap_failure", "Whether a row remap has failed in the GPU's life (1: RMA) or not (0)."),
+    ("infertune_gpu_xids_this_boot", "Xids of this number the driver logged for the GPU since the host booted."),
+    ("infertune_gpu_clock_event_active", "Whether the clock event reason holds the GPU's clocks down (1) or not (0)."),
+    ("infertune_gpu_errors", "The GPU's error counter as last read (ECC volatile and aggregate, remapped rows, PCIe replays)."),
+    ("infertune_gpu_counters_rising", "Error counters of the GPU that rose since the read before the last one."),
+)
+GPU_CLASSES = ("ok", "warn", "reset", "rma", "not_applicable")
+CLOCK_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
 def now() -> str:
@@ -66,14 +83,27 @@ def version(root: Path = COLLECTION) -> str:
     return str(yaml.safe_load((Path(root) / "galaxy.yml").read_text())["version"])
 
 
-def read_ok(knobs, pending: dict, reboot_reasons=()) -> dict:
-    """A host this run read: its enabled knobs, {pending knob: what differs}, why it must reboot."""
-    return {"checked": True, "knobs": list(knobs), "pending": dict(pending), "reboot_reasons": list(reboot_reasons)}
+def read_ok(knobs, pending: dict, reboot_reasons=(), gpus=None) -> dict:
+    """A host this run read: its enabled knobs, {pending knob: what differs}, why it must reboot, and
+    its GPUs' health where the read had it (gpus: health_of)."""
+    return {"checked": True, "knobs": list(knobs), "pending": dict(pending), "reboot_reasons": list(reboot_reasons),
+            **({"gpus": gpus} if gpus is not None else {})}
 
 
-def read_failed(error: str) -> dict:
-    """A host of this run that could not be read, and why."""
-    return {"checked": False, "error": error}
+def read_failed(error: str, gpus=None) -> dict:
+    """A host of this run that could not be read, and why; its GPUs' health when its plan read them
+    before it stopped (an rma GPU, a driver that did not answer)."""
+    return {"checked": False, "error": error, **({"gpus": gpus} if gpus is not None else {})}
+
+
+def health_of(health):
+    """What drift.json keeps of a plan's GPU health (plugins/module_utils/infertune_node/gpu_health.py,
+    judged by infertune/gpu_health.py), or None without one."""
+    if not isinstance(health, dict):
+        return None
+    keep = ("index", "bus_id", "uuid", "class", "signals", "counters", "rising", "xids", "flags", "clock_events")
+    return {"read": bool(health.get("read")), "error": str(health.get("error") or ""), "boot_id": health.get("boot_id"),
+            "gpus": [{k: g[k] for k in keep if k in g} for g in health.get("gpus") or []]}
 
 
 def _host_state(old: dict | None, reading: dict | None, when: str) -> dict:
@@ -82,7 +112,7 @@ def _host_state(old: dict | None, reading: dict | None, when: str) -> dict:
                        "reboot_pending": False, "reboot_reasons": []}
     if not reading["checked"]:
         kept = _host_state(old, None, when)
-        return dict(kept, checked=False, error=reading["error"])
+        return dict(kept, checked=False, error=reading["error"], **_gpus(kept, reading))
     since = {k: v["since"] for k, v in ((old or {}).get("pending") or {}).items()}
     return {
         "checked": True, "error": "", "last_read": when,
@@ -90,7 +120,19 @@ def _host_state(old: dict | None, reading: dict | None, when: str) -> dict:
         "pending": {k: {"since": since.get(k, when), "detail": str(detail)}
                     for k, detail in reading["pending"].items()},
         "reboot_pending": bool(reading["reboot_reasons"]), "reboot_reasons": list(reading["reboot_reasons"]),
+        **_gpus(old or {}, reading),
     }
+
+
+def _gpus(old: dict, reading: dict) -> dict:
+    """{"gpu_health": ...}: this read's, else the last read's (GPUs that did not answer now keep the
+    values they had), or nothing before any read had them."""
+    new, last = reading.get("gpus"), old.get("gpu_health")
+    if new is None:
+        return {"gpu_health": last} if last else {}
+    if not new["read"] and last:
+        return {"gpu_health": dict(last, read=False, error=new["error"])}
+    return {"gpu_health": new}
 
 
 def merge(previous: dict, readings: dict, fleet, when: str) -> dict:
@@ -141,11 +183,40 @@ def textfile(state: dict) -> str:
     if state.get("last_success"):
         samples["infertune_drift_last_success_timestamp_seconds"].append(("", epoch(state["last_success"])))
     samples["infertune_build_info"].append((f'version="{_label(state["version"])}"', 1))
+    samples.update(gpu_samples(state))
     lines = []
-    for name, text in FAMILIES:
+    for name, text in FAMILIES + GPU_FAMILIES:
+        if name in dict(GPU_FAMILIES) and not samples[name]:
+            continue
         lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
         lines += [f"{name}{{{labels}}} {value}" if labels else f"{name} {value}" for labels, value in samples[name]]
     return "\n".join(lines) + "\n"
+
+
+def gpu_samples(state: dict) -> dict:
+    """The GPU families' samples of every host whose GPU health a read had."""
+    samples = {name: [] for name, _help in GPU_FAMILIES}
+    for host, entry in state["hosts"].items():
+        health = entry.get("gpu_health")
+        if not health:
+            continue
+        samples["infertune_gpu_health_read"].append((f'host="{_label(host)}"', int(health["read"])))
+        for gpu in health["gpus"]:
+            ids = (f'host="{_label(host)}",gpu="{gpu["index"]}",uuid="{_label(gpu.get("uuid") or "")}",'
+                   f'bus_id="{_label(gpu["bus_id"])}"')
+            samples["infertune_gpu_health_class"] += [(f'{ids},class="{c}"', int(gpu["class"] == c)) for c in GPU_CLASSES]
+            for flag, name in (("remap_pending", "infertune_gpu_remap_pending"), ("remap_failure", "infertune_gpu_remap_failure")):
+                if flag in (gpu.get("flags") or {}):
+                    samples[name].append((ids, gpu["flags"][flag]))
+            samples["infertune_gpu_xids_this_boot"] += [(f'{ids},xid="{int(n)}"', count)
+                                                        for n, count in sorted((gpu.get("xids") or {}).items(), key=lambda i: int(i[0]))]
+            if gpu.get("clock_events") is not None:
+                samples["infertune_gpu_clock_event_active"] += [(f'{ids},reason="{r}"', int(r in gpu["clock_events"]))
+                                                                for r in CLOCK_REASONS]
+            samples["infertune_gpu_errors"] += [(f'{ids},counter="{_label(c)}"', n)
+                                                for c, n in sorted((gpu.get("counters") or {}).items())]
+            samples["infertune_gpu_counters_rising"].append((ids, len(gpu.get("rising") or [])))
+    return samples
 
 
 def write_atomic(directory, name: str, text: str) -> Path:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 
+from . import gpu_health
+
 # A unit asked to be stopped is in place only when it neither runs nor waits to restart.
 RUNNING = ("active", "activating", "reloading")
 PENDING_GROUP = "infertune_pending"
@@ -183,17 +185,26 @@ def is_control_node(host_machine_id, own_machine_id):
     return bool(host_machine_id) and host_machine_id == (own_machine_id or "").strip()
 
 
-def record(host, catalog, first, second, placed, backend, extra, control_node):
-    """The host's record: plan, results, backend, problems and group (none when stopped)."""
+def record(host, catalog, first, second, placed, backend, extra, control_node, reboot_to_reset=False):
+    """The host's record: plan, results, backend, problems and group (none when stopped). With the
+    GPUs' health read (infertune/gpu_health.py): an rma GPU stops the host; a reset-class one on a
+    host with nothing else to reboot for makes it reboot when reboot_to_reset."""
     # The unit files' fingerprint served the comparison; the record leaves it out (it is the
     # biggest part of a read, and every later task of the host would carry it).
     read = {k: v for k, v in first.items() if k != "fingerprint"}
     plan = merged(dict(read, results={**first.get("results", {}),
                                       **unit_results(catalog, placed, first.get("fingerprint") or {})}), second)
     stops = problems(host, catalog, first, second, extra, control_node)
+    health_stops, reboot, health = gpu_health.outcome(host, (first.get("gpus") or {}).get("health"),
+                                                      bool(plan.get("reboot")), reboot_to_reset)
+    stops += health_stops
+    if reboot:
+        plan = dict(plan, reboot=True, drain=True, reboot_reasons=list(plan.get("reboot_reasons") or []) + ["GPU health"])
     group = None if stops else PENDING_GROUP if plan["pending"] or plan.get("reboot") else CONVERGED_GROUP
-    return {"plan": plan, "results": results(plan, backend, first.get("fabric")), "backend": backend,
-            "problems": stops, "group": group}
+    found = results(plan, backend, first.get("fabric"))
+    if health is not None:
+        found["gpu_health"] = health
+    return {"plan": plan, "results": found, "backend": backend, "problems": stops, "group": group}
 
 
 def published(host, record, check_mode):

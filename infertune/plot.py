@@ -12,13 +12,22 @@ import json
 import sys
 from pathlib import Path
 
-import matplotlib
+from . import needs
 
-matplotlib.use("Agg")  # files only; hosts running this have no display
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-PLAIN = FuncFormatter(lambda v, _: f"{v:g}")  # 20, not 2x10^1, on the log axis
+def pyplot():
+    """matplotlib's pyplot, drawing to files only (hosts running this have no display); imported
+    when a plot is drawn, so that main() can say in one line what a control node without it lacks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plain_ticks(value, _position):
+    return f"{value:g}"  # 20, not 2x10^1, on the log axis
 
 
 def load(paths) -> list:
@@ -32,6 +41,9 @@ def load(paths) -> list:
 
 
 def draw(series: list, floor_ms: float | None, out: Path, title: str) -> None:
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for s in series:
         batch, median, p90 = zip(*s["points"])
@@ -42,8 +54,8 @@ def draw(series: list, floor_ms: float | None, out: Path, title: str) -> None:
                    label=f"batch-1 floor {floor_ms:g} ms/token")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(PLAIN)
-    ax.yaxis.set_minor_formatter(PLAIN)
+    ax.yaxis.set_major_formatter(FuncFormatter(plain_ticks))
+    ax.yaxis.set_minor_formatter(FuncFormatter(plain_ticks))
     batches = sorted({p[0] for s in series for p in s["points"]})
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.set_xlabel("batch size (concurrent requests)")
@@ -63,6 +75,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, type=Path, help="PNG to write")
     p.add_argument("--title", default="Decode latency by batch size")
     a = p.parse_args(argv)
+    needs.require("plot", p.prog)
     draw(load(a.files), a.floor_ms, a.out, a.title)
     return 0
 

@@ -14,7 +14,7 @@ import argparse
 import ast
 import sys
 
-from . import COLLECTION
+from . import COLLECTION, collection_files
 
 PACKAGE = COLLECTION / "plugins" / "module_utils" / "infertune_node"
 REGISTRY = PACKAGE / "kinds.py"
@@ -54,6 +54,7 @@ def main(argv=None):
     group.add_argument("--write", action="store_true")
     group.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "kind modules")
     text = render(kind_modules())
     if args.check:
         current = REGISTRY.read_text() if REGISTRY.exists() else ""

@@ -23,16 +23,18 @@ from pathlib import Path
 
 import yaml
 
-from . import COLLECTION, docsection, values
+from . import COLLECTION, collection_files, docsection, gpu_health, values
 
 CATALOG = COLLECTION / "roles" / "infertune" / "vars" / "main.yml"
 # Rows beside the knob catalog's: what the rollout did to the host, the GPU gate, the PCIe
 # fabric gates with the AER counters, and the MoE backend's verdict when the plan judged it
 # (the reason says which fallback, if any).
 EXTRA = (("drain", "drain", ()), ("reboot", "reboot", ()), ("gpus", "GPUs", ("gpu_count", "gpu_compute_capability")),
-         ("fabric", "PCIe fabric", ("pcie_links", "pcie_bar1")), ("backend", "MoE backend", ()))
+         ("fabric", "PCIe fabric", ("pcie_links", "pcie_bar1")), ("backend", "MoE backend", ()),
+         # The GPUs' health (docs/gpu-health.md): the plan's classes, the verification's verdict.
+         ("gpu_health", "GPU health", ("gpu_health",)))
 # EXTRA's rows that are read and judged, never changed: their value stands alone.
-READ_ONLY = ("gpus", "fabric", "backend")
+READ_ONLY = ("gpus", "fabric", "backend", "gpu_health")
 # The set_stats key of a run's summary: this prefix, then the AWX job or a run id.
 SUMMARY_PREFIX = "infertune_summary_"
 
@@ -312,6 +314,7 @@ def build(fragments, verified, hosts=None, run=None, catalog=None):
             "knobs": rows,
             "decode": decode(fragments.get(host, {})),
             "interconnect": interconnect(fragments.get(host, {})),
+            "gpu_health": gpu_health_of(results.get("gpu_health")),
         }
     totals = {}
     for entry in report["hosts"].values():
@@ -320,6 +323,31 @@ def build(fragments, verified, hosts=None, run=None, catalog=None):
     failed = {h: (e["rollout"] or {}).get("stage", "verify") for h, e in report["hosts"].items() if e["result"] == "fail"}
     report["summary"] = {"hosts": len(names), **totals, "failed": failed}
     return report
+
+
+def gpu_health_of(result):
+    """The host's GPU health in the report: its worst class and the GPUs that are not healthy, as the
+    plan judged them (None without a health read)."""
+    if not isinstance(result, dict):
+        return None
+    return {"class": result.get("class"), "summary": result.get("after"), "gpus": list(result.get("gpus") or [])}
+
+
+def gpu_health_rows(hosts):
+    """fleet.md's GPU health section: one row per GPU that is not healthy, worst first."""
+    order = ("rma", "reset", "warn")
+    found = [(host, gpu) for host, entry in hosts.items() for gpu in (entry.get("gpu_health") or {}).get("gpus") or []
+             if gpu.get("class") in order]
+    if not found:
+        return []
+    rows = ["", "## GPU health", "", "rma: the GPU goes back to its vendor (the rollout keeps the host out); reset: "
+            "a GPU reset or a reboot clears it; warn: reported, never blocking (docs/gpu-health.md).", "",
+            "| host | GPU | bus id | serial | uuid | class | signals |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for host, gpu in sorted(found, key=lambda item: (order.index(item[1]["class"]), item[0], item[1]["index"])):
+        signals = "; ".join(f"{name}: {detail} ({found})" for name, (found, detail) in sorted(gpu["signals"].items()))
+        rows.append(f"| {host} | {gpu['index']} | {gpu['bus_id']} | {gpu.get('serial') or '—'} | {gpu.get('uuid') or '—'} "
+                    f"| {gpu['class']} | {clip(signals, 2 * CELL_WIDTH)} |")
+    return rows
 
 
 def run_summary(report, run, catalog=None):
@@ -410,6 +438,7 @@ def markdown(report, drift=""):
            if check["status"] in ("fail", "error")]
     if off:
         lines += ["", "## Knobs that are off", "", *off]
+    lines += gpu_health_rows(hosts)
     if drift:
         lines += ["", drift]
     decoded = {h: e["decode"] for h, e in hosts.items() if e["decode"]}
@@ -467,8 +496,8 @@ def with_aer_trend(previous, results):
     if not isinstance(fabric, dict) or not isinstance(previous, dict):
         return results
     old, new = previous.get("aer") or {}, fabric.get("aer") or {}
-    rising = [f"{bdf} {kind} {old[bdf][kind]} → {count}" for bdf, counters in sorted(new.items())
-              for kind, count in sorted(counters.items()) if count > (old.get(bdf) or {}).get(kind, count)]
+    rising = [f"{bdf} {kind} {before} → {after}" for bdf, counters in sorted(new.items())
+              for kind, before, after in gpu_health.rises(old.get(bdf), counters)]
     if not rising:
         return results
     warning = f"warning: AER counters rose: {', '.join(rising)}; {fabric.get('after', '')}"
@@ -501,14 +530,25 @@ def drift_markdown(state, labels):
              f"Last drift run {state['last_run']} (exit status {run.get('exit_status')}, "
              f"{len(run.get('hosts') or [])} hosts in the run); last run that read every host of its run: "
              f"{state.get('last_success') or 'none yet'}. Details: drift.json.", "",
-             "| host | read by the last run | last read | reboot pending | pending knobs, drifted since |",
-             "| --- | --- | --- | --- | --- |"]
+             "| host | read by the last run | last read | reboot pending | pending knobs, drifted since | GPUs |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for host, entry in state["hosts"].items():
         read = "yes" if entry["checked"] else "no: " + clip(first_line(entry["error"]))
         pending = "; ".join(f"{labels.get(k, k)} since {v['since']}" for k, v in entry["pending"].items())
         reboot = ("yes (" + ", ".join(entry["reboot_reasons"]) + ")") if entry["reboot_pending"] else "no"
-        lines.append(f"| {host} | {read} | {entry['last_read'] or 'never'} | {reboot} | {pending or '—'} |")
+        lines.append(f"| {host} | {read} | {entry['last_read'] or 'never'} | {reboot} | {pending or '—'} "
+                     f"| {drift_gpus(entry.get('gpu_health'))} |")
     return "\n".join(lines + [DRIFT_END])
+
+
+def drift_gpus(health):
+    """The drift section's GPUs cell: not read and why, healthy, or each GPU that is not."""
+    if not health:
+        return "—"
+    if not health.get("read"):
+        return "not read: " + clip(first_line(health.get("error", "")))
+    sick = [f"GPU {g['index']} {g['class']}" for g in health.get("gpus") or [] if g.get("class") in ("warn", "reset", "rma")]
+    return ", ".join(sick) or f"{len(health.get('gpus') or [])} healthy"
 
 
 def drift_section(directory, catalog=None):
@@ -561,6 +601,7 @@ def main(argv=None):
     parser.add_argument("--dir", default="reports", help="reports directory (default: reports)")
     parser.add_argument("--hosts", help="comma-separated hosts to report (default: every host seen)")
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "knob catalog")
     print(write(args.dir, [h for h in (args.hosts or "").split(",") if h]))
     return 0
 

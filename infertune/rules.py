@@ -322,6 +322,10 @@ RULES = {
     "gpu_gate_compute_capability": [pattern(r"\d{1,3}\.\d{1,3}", "major.minor, e.g. 12.0")],
     "gpu_gate_min_driver": [pattern(r"\d{1,5}(\.\d{1,5}){0,3}", "dotted numbers, e.g. 570 or 580.95.05",
                                     allow_empty=True)],
+    "gpu_gate_timeout": [number_range(1, 3600, " s")],
+    "gpu_gate_health_rma_after_reboots": [number_range(1, 10)],
+    "gpu_gate_health_sram_uncorrectable_max": [number_range(0, 1_000_000)],
+    "gpu_gate_health_remap_uncorrectable_max": [number_range(0, 1_000_000)],
     # sglang
     "sglang_model_path": [model_path()],
     "sglang_served_model_name": [unit_text()],

@@ -17,6 +17,9 @@ KNOB_ACTIONS = frozenset({"infertune.fleet.knob", "ansible.builtin.apt"})
 REBOOT_ACTION = "ansible.builtin.reboot"
 # The verification (run once for the fleet) answers which hosts it verified: they reached it.
 VERIFY_ACTION = "infertune.fleet.infertune_verify"
+# The rollout's decision, once per batch, names the hosts the plan sent into the rollout (the
+# plan's own answer reaches callbacks censored: its record is as large as the host).
+ROLLOUT_ACTION = "infertune.fleet.infertune_rollout"
 # "stopped": the plan sent the host into the rollout, which ended before its batch.
 BAD_RESULTS = ("failed", "unreachable", "stopped")
 # What the playbooks set that the summary reads from set_fact and add_host results: the
@@ -157,6 +160,9 @@ class RunSummary:
             for added in added_hosts(res):
                 self._progress(self.host(str(added["host_name"])), added.get("host_vars") or {})
             self._published(res)
+            if _action(data) == ROLLOUT_ACTION:
+                for name in res.get("pending") or []:
+                    self.host(str(name)).pending = True
             if _action(data) == VERIFY_ACTION:
                 for name in res.get("verified") or []:
                     self.host(str(name)).stage = STAGES[-1]

@@ -18,11 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import COLLECTION, report, targets
+from . import COLLECTION, collection_files, needs, report, targets
 
 PROJECT = COLLECTION
-# pytest: 0 all passed, 1 some failed (a knob is off: reported), 5 nothing selected.
+# pytest: 0 all passed, 1 some failed (a knob is off: reported), 5 nothing selected; each writes
+# the JUnit report. `python -m pytest` without pytest exits 1 as well, and writes none.
 REPORTED = (0, 1, 5)
+COULD_NOT_RUN = "the verification could not run: "
 
 
 def pytest_argv(hosts, junit, tests):
@@ -49,6 +51,7 @@ def main(argv=None):
     parser.add_argument("--catalog", type=json.loads, default=None,
                         help="the run's knob catalog rows, JSON (default: read the catalog file)")
     args = parser.parse_args(argv)
+    collection_files(parser.prog, "verification (tests/verify)")
     run = json.load(sys.stdin)
     directory = Path(args.dir)
     verify_dir = directory / "verify"
@@ -66,16 +69,36 @@ def main(argv=None):
             known.write_text(json.dumps(inventory(connections)))
             env["INFERTUNE_VERIFY_INVENTORY"] = str(known)
         tests = [t for t in args.tests.split(",") if t]
-        proc = subprocess.run(pytest_argv(hosts, verify_dir / "fleet.xml", tests), env=env, cwd=PROJECT,
-                              capture_output=True, text=True, check=False)
-        if proc.returncode not in REPORTED:
-            print(f"tests/verify broke (pytest rc={proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}",
-                  file=sys.stderr)
+        broke = could_not_run(hosts, verify_dir / "fleet.xml", tests, env)
+        if broke:
+            # Every host it was to verify is not verified, with the reason; the run fails.
+            for host in hosts:
+                run[host].setdefault("rollout", {})["stopped"] = COULD_NOT_RUN + broke.splitlines()[0]
+            written(directory, run, args)
+            print(COULD_NOT_RUN + broke, file=sys.stderr)
             return 2
+    written(directory, run, args)
+    return 0
+
+
+def could_not_run(hosts, junit, tests, env):
+    """Why tests/verify could not run for the hosts (None when it ran): this Python lacks what it
+    needs, or pytest ended without its JUnit report."""
+    missing = needs.problems(["verify"], where="the Python that runs the verification")
+    if missing:
+        return missing[0].removeprefix("control node: ")
+    proc = subprocess.run(pytest_argv(hosts, junit, tests), env=env, cwd=PROJECT, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode in REPORTED and junit.is_file():
+        return None
+    return (f"pytest exited {proc.returncode}" + ("" if junit.is_file() else " without its JUnit report")
+            + f" (tests/verify broke):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+
+
+def written(directory, run, args):
     report.record(directory / "hosts", run)
     targets.write(directory, run, [h for h in args.fleet.split(",") if h] or list(run))
     print(report.write(directory, list(run), run, catalog=args.catalog))
-    return 0
 
 
 if __name__ == "__main__":

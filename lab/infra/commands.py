@@ -4,7 +4,7 @@ import os
 import shutil
 import sys
 
-from . import host_setup, hosts, image, inventory, network, paths, podman, ssh, users
+from . import host_setup, hosts, image, inventory, network, packages, paths, podman, ssh, users
 
 
 def _say(text):
@@ -22,6 +22,11 @@ def _prune_old_images():
 
 def cmd_host_setup(_args):
     for line in host_setup.setup():
+        _say(line)
+
+
+def cmd_packages(_args):
+    for line in packages.install():
         _say(line)
 
 
@@ -134,10 +139,27 @@ def cmd_down(_args):
     _say("lab is down (image cache kept)")
 
 
+# What the driver writes to the kernel log when the fault happens: (Xid number or the fault's own, GPU index).
+LOGGED = {"xid": lambda words: words, "remap-pending": lambda words: ["63", words[0]],
+          "remap-failure": lambda words: ["64", words[0]]}
+
+
 def cmd_fault(args):
-    hosts.set_fault(args.host, args.name, args.value, args.clear)
-    state = "cleared" if args.clear else "set"
-    _say(f"{args.host}: fault {args.name} {state}; it takes effect at the host's next boot")
+    value = " ".join(args.value) or None
+    host = _host(args.host)
+    hosts.set_fault(args.host, args.name, value, args.clear, hosts.load_profile(host.profile))
+    if args.clear:
+        _say(f"{args.host}: fault {args.name} cleared")
+        return
+    if args.name not in hosts.HEALTH:
+        _say(f"{args.host}: fault {args.name} set; it takes effect at the host's next boot")
+        return
+    # A GPU health fault happens now: the driver logs it on a running host, nvidia-smi answers with it.
+    running = hosts.containers().get(host.container, {}).get("state") == "running"
+    if args.name in LOGGED and running:
+        podman.run("exec", host.container, "/lab/boot/lab-kmsg", "xid", *LOGGED[args.name](value.split()))
+    _say(f"{args.host}: fault {args.name} set; it acts now" + (" and the driver logged it" if args.name in LOGGED and running
+                                                                 else ""))
 
 
 def cmd_stop(args):

@@ -12,7 +12,13 @@ FIRST_OCTET = 11
 MAX_HOSTS = 254 - FIRST_OCTET + 1
 LABEL = "infertune-lab.host"
 FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver",
-          "no-driver-for-kernel", "vfio-bound")
+          "no-driver-for-kernel", "vfio-bound", "remap-pending", "remap-failure", "xid", "hw-slowdown", "nvidia-smi-hang")
+# The GPU health faults that take a GPU index (xid: an Xid number, then the index), and those that
+# need a card that remaps rows (a profile whose gpu.health answers for remapped_rows).
+INDEXED = ("gpu-lost", "remap-pending", "remap-failure", "hw-slowdown")
+REMAPPING = ("remap-pending", "remap-failure")
+# The GPU health faults act while the host runs (lab/boot/nvidia-smi reads them at every call).
+HEALTH = ("remap-pending", "remap-failure", "xid", "hw-slowdown", "nvidia-smi-hang")
 INIT = "/lab/boot/init"
 # The image each profile `os` runs: a Debian release its own; the Ubuntu-flavoured host trixie's
 # userland, on which lab/boot models what Ubuntu's packaging does differently (lab/README.md).
@@ -109,11 +115,23 @@ def faults(host_name):
     return sorted(p.name for p in fault_dir.iterdir()) if fault_dir.is_dir() else []
 
 
-def set_fault(host_name, name, value, clear):
+def check_fault(name, value, profile):
+    """Refuse a fault value the lab cannot model on this profile's card, before anything is set."""
+    words = (value or "").split()
+    if name in INDEXED and not (len(words) == 1 and words[0].isdigit()):
+        raise RuntimeError(f"{name} needs the GPU index: labctl fault HOST {name} INDEX")
+    if name == "xid" and not (len(words) == 2 and all(w.isdigit() for w in words)):
+        raise RuntimeError("xid needs the Xid number and the GPU index: labctl fault HOST xid 79 2")
+    if name in REMAPPING and (profile.get("gpu", {}).get("health") or {}).get("remapped_rows.pending", "[N/A]") == "[N/A]":
+        raise RuntimeError(f"{name}: the GPUs of profile {profile.get('name')} answer [N/A] for row remapping"
+                           " (the card does not report it); use a profile whose card does (xeon-h100, b200)")
+
+
+def set_fault(host_name, name, value, clear, profile=None):
     if name not in FAULTS:
         raise RuntimeError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
-    if name == "gpu-lost" and not clear and not (value or "").isdigit():
-        raise RuntimeError("gpu-lost needs the GPU index: labctl fault HOST gpu-lost INDEX")
+    if not clear:
+        check_fault(name, value, profile or {})
     fault_dir = paths.HOSTS / host_name / "faults"
     if not fault_dir.is_dir():
         raise RuntimeError(f"no lab host {host_name!r} (run labctl up)")

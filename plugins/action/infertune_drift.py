@@ -33,9 +33,10 @@ def reading(host, facts, catalog, verified=None):
     its verification (`verified`: infertune_verify's answer for the host, when the run verified)."""
     if "infertune_unreachable" in facts:
         return drift.read_failed("unreachable: " + report.first_line(str(plain(facts["infertune_unreachable"])) or "no answer"))
-    if "infertune_failure" in facts:
-        return drift.read_failed("stopped by the plan: " + str(plain(facts["infertune_failure"])))
     plan = plain(facts.get("infertune_plan"))
+    gpus = drift.health_of(((plan or {}).get("gpus") or {}).get("health")) if isinstance(plan, dict) else None
+    if "infertune_failure" in facts:
+        return drift.read_failed("stopped by the plan: " + str(plain(facts["infertune_failure"])), gpus)
     if not isinstance(plan, dict) or "pending" not in plan:
         return drift.read_failed(LOST)
     results = plan.get("results") or {}
@@ -44,7 +45,7 @@ def reading(host, facts, catalog, verified=None):
     for knob in (verified or {}).get("failing") or []:
         if knob in catalog and knob not in pending:
             pending[knob] = "its verification failed"
-    return drift.read_ok(knobs, pending, plan.get("reboot_reasons") or [])
+    return drift.read_ok(knobs, pending, plan.get("reboot_reasons") or [], gpus)
 
 
 class ActionModule(ActionBase):

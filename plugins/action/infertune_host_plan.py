@@ -12,7 +12,10 @@ Options: read (the variable holding infertune_plan's options for the first read,
 fingerprint: the action derives those from the catalog), catalog (the variable holding the run's
 catalog entries), knobs (the variable holding every catalog entry, which the run's are selected
 from), second_backend (the variable holding the second read's backend check, or none), problems (the
-variable holding more reasons to stop the host, such as sglang's checks), allow_control_node.
+variable holding more reasons to stop the host, such as sglang's checks), allow_control_node, health
+(history: the directory on the control node that keeps each host's GPU health across reads, where the
+read's health is judged against it and added to it; rma_after_reboots; reboot_to_reset: a host whose
+only reason is a reset-class GPU reboots; infertune/gpu_health.py).
 The catalog is resolved twice, not once per use: before the first read, its knobs but the unit
 knobs (what the read gets), the unit knobs' paths and unit names (the read's fingerprint), every
 name (the order) and the read's options; after it, the unit knobs alone, their files rendered
@@ -41,20 +44,30 @@ needs changed_when: false (the strategy calls a host whose variables it set chan
 cannot be read fails here with the module's answer; one that cannot be reached is unreachable,
 unless the task ignores unreachable hosts (the drift watch): then it is published with
 infertune_unreachable, the reason, so that the run goes on to report it.
+
+A planned host's answer is as large as the host (some 40 KB for eight GPUs, more with each GPU,
+link and knob): below -vvv it reaches the strategy alone, which publishes it, and every callback
+(the output, ansible-runner's and AWX's job events) gets it censored, so that a job log holds
+the plan's table rather than each host's record. A failed or unreachable read is shown whole.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timezone
 
 from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+from ansible.utils.display import Display
 
-from ansible_collections.infertune.fleet.infertune import host_plan
+from ansible_collections.infertune.fleet.infertune import gpu_health, host_plan, shipped
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 MODULE = "infertune.fleet.infertune_plan"
+display = Display()
+# The verbosity (-vvv) from which the output shows a planned host's answer, its whole record.
+SHOWN_FROM = 3
 
 
 def variable(name):
@@ -75,7 +88,7 @@ def own_machine_id(path="/etc/machine-id"):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True  # reads only
-    _VALID_ARGS = frozenset(("read", "catalog", "knobs", "second_backend", "problems", "allow_control_node", "verb"))
+    _VALID_ARGS = frozenset(("read", "catalog", "knobs", "second_backend", "problems", "allow_control_node", "health", "verb"))
 
     def _read(self, options, task_vars):
         try:
@@ -92,6 +105,22 @@ class ActionModule(ActionBase):
             return dict(result, changed=False, msg=f"{host}: unreachable: {read.get('msg', '')}",
                         add_host=host_plan.unreachable(host, read.get("msg"), check_mode))
         return dict(result, **read)
+
+    def _judged(self, host, plan, options):
+        """The read's GPU health with the rules of earlier reads applied (infertune/gpu_health.py),
+        and this read added to the host's history on the control node (a history that cannot be
+        written is said, and the plan goes on without it)."""
+        health = (plan.get("gpus") or {}).get("health")
+        if not isinstance(health, dict) or not options.get("history"):
+            return
+        directory = str(options["history"])
+        judged, history = gpu_health.judge(health, gpu_health.load(directory, host), int(options.get("rma_after_reboots", 1)),
+                                           datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        plan["gpus"]["health"] = judged
+        try:
+            gpu_health.save(directory, host, history)
+        except OSError as exc:
+            display.warning(f"{host}: GPU health history not kept in {directory}: {exc.strerror}")
 
     def _evaluate(self, expression, task_vars, bound):
         """A Jinja expression over the task's variables with `bound` over them; host_entries (catalog
@@ -139,6 +168,8 @@ class ActionModule(ActionBase):
         if first.get("failed") or first.get("unreachable"):
             return self._answer(result, first, host, check_mode)
         plan = first["plan"]
+        health = args.get("health") or {}
+        self._judged(host, plan, health)
         rendered = {knob["name"]: knob for knob in knobs}
         # What the first resolution rendered, in place of the entries it came from, where the
         # selection was bound (its entries are then known by distinct names).
@@ -150,7 +181,8 @@ class ActionModule(ActionBase):
                          for name, entries in {**selection, knobs_name: task_vars[knobs_name]}.items()}
         bound = {**selection, "infertune_plan": plan, "infertune_plan_backend": plan.get("backend") or {},
                  "infertune_units_changed": [], "infertune_plan_argv_check": {}}
-        rendered.update((knob["name"], knob) for knob in self._evaluate(
+        # The unit knobs' files, with the shipped ones' content read here (their src: infertune/shipped.py).
+        rendered.update((knob["name"], dict(knob, args=shipped.inline_args(knob.get("args")))) for knob in self._evaluate(
             f"host_entries({catalog_name} | selectattr('module', 'eq', 'systemd_unit'))", task_vars, bound))
         catalog = [rendered[name] for name in order]
         placed = host_plan.in_place(catalog, plan.get("fingerprint") or {})
@@ -168,8 +200,12 @@ class ActionModule(ActionBase):
         extra = self._resolve(args["problems"], task_vars, bound)
         control_node = (not boolean(args.get("allow_control_node", False), strict=False)
                         and host_plan.is_control_node(plan.get("machine_id"), own_machine_id()))
-        record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node)
+        record = host_plan.record(host, catalog, plan, second, placed, bound["infertune_plan_backend"], extra, control_node,
+                                  reboot_to_reset=boolean(health.get("reboot_to_reset", False), strict=False))
         result.update(changed=False, add_host=host_plan.published(host, record, check_mode))
+        if Display().verbosity < SHOWN_FROM:
+            # Only the strategy reads the answer: callbacks get it censored (Ansible's no_log wording).
+            result["_ansible_no_log"] = True
         return result
 
     def _revert(self, result, host, check_mode, catalog_name, args, task_vars):

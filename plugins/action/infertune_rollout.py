@@ -15,7 +15,7 @@ gpu_nodes fewer than fleet_size) a set slice_max_failures replaces max_failures
 (infertune/slicing.py). Returns
 failures (the hosts failed so far; not "failed", which would fail the task), canary, limit,
 stop (the reason; empty to go on), left_out (the hosts a stop leaves out: this batch and
-every later one) and msg.
+every later one), pending (the rollout play's hosts: those the plan sent into the rollout) and msg.
 """
 from __future__ import annotations
 
@@ -83,5 +83,7 @@ class ActionModule(ActionBase):
         max_failures, budget = slicing.max_failures(inventory, args.get("fleet_size", 0), args["max_failures"],
                                                     args.get("slice_max_failures", ""))
         result.update(decide(list(args["hosts"]), list(args["planned"]), play_hosts, batch, converged,
-                             args["canary_count"], max_failures, budget), changed=False)
+                             args["canary_count"], max_failures, budget), changed=False,
+                      # The hosts the plan sent into the rollout (its play's), for the runner's summary.
+                      pending=play_hosts)
         return result

@@ -17,6 +17,10 @@ Options:
          defaults, inventory, -e), in one task run once, instead of the task's host alone: one
          worker for the fleet rather than one per host. A run-once task that fails fails every
          host of the play.
+  needs: uses of the run whose Python needs the control node must have, in the Python that
+         runs ansible-playbook (infertune/needs.py: verify, plot); each one it lacks is a problem
+         naming the packages and the pip command that installs the collection's set for it.
+         Checked once, before any host is touched.
 
 Returns changed: false and, when a problem was found, failed: true and msg with one line per
 problem (nothing else, so the failure output stays readable); otherwise msg with the count and
@@ -29,7 +33,7 @@ from __future__ import annotations
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.infertune.fleet.infertune import control_node, slicing, specs, validation
+from ansible_collections.infertune.fleet.infertune import control_node, needs, slicing, specs, validation
 from ansible_collections.infertune.fleet.infertune.plain import plain
 
 
@@ -41,7 +45,7 @@ def _first_line(exc):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset(("roles", "unknown", "rollout", "hosts"))
+    _VALID_ARGS = frozenset(("roles", "unknown", "rollout", "hosts", "needs"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -56,6 +60,8 @@ class ActionModule(ActionBase):
                 found, names = self._host(name, host, task_vars)
                 lines += found
                 checked.update(names)
+            if "needs" in self._task.args:
+                lines += self._needs(self._templar.template(self._task.args["needs"]))
         except Exception as exc:  # noqa: BLE001 - one readable line, never a traceback
             lines.append("host %s: validation could not run: %s" % (host, _first_line(exc)))
         if lines:
@@ -67,6 +73,16 @@ class ActionModule(ActionBase):
             where = "host %s" % host if hosts == [host] else "%d hosts" % len(hosts)
             result["msg"] = "%s: %d variables checked, no problem" % (where, len(checked))
         return result
+
+    @staticmethod
+    def _needs(uses):
+        """The control node's own needs for the run's uses (the verification's pytest, the plot's
+        matplotlib), in this Python: the one that runs ansible-playbook."""
+        if isinstance(uses, str):
+            uses = [uses]
+        if not isinstance(uses, (list, tuple)) or not all(isinstance(u, str) for u in uses):
+            raise ValueError("infertune_validate: needs must be a list of uses (%s)" % ", ".join(needs.NEEDS))
+        return needs.problems([str(u) for u in uses])
 
     @staticmethod
     def _hosts(hosts):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -151,15 +152,21 @@ def failures(run, views, play_hosts, enforce, directory, outcomes):
             out[host] = "%s: did not converge (stage %s): %s; %s" % (
                 host, plain(view.get("infertune_reached", "plan")), plain(view["infertune_failure"]), where)
         elif enforce and "rollout_stopped" not in view and outcomes[host]["result"] != "pass":
-            out[host] = "; ".join(outcomes[host]["off"] + [where])
+            # Each detail once: a host ssh cannot reach fails every check with the same one.
+            out[host] = "; ".join([*dict.fromkeys(outcomes[host]["off"]), where])
     return out
 
 
+# pytest's message for a fixture that failed with our own one-line message (pytest.fail).
+FIXTURE_FAILED = re.compile(r'^failed on (?:setup|teardown) with "Failed: (.*)"$', re.S)
+
+
 def outcome(host_report):
-    """A host's result in the fleet report, the details of its checks that failed or broke and
-    the knobs (report rows) they belong to."""
+    """A host's result in the fleet report, the details of its checks that failed or broke (a
+    fixture's own message as a check's) and the knobs (report rows) they belong to."""
     checks = [c for knob in host_report.get("knobs", {}).values() for c in knob.get("checks", {}).values()]
-    return {"result": host_report["result"], "off": [c["detail"] for c in checks if c["status"] in ("fail", "error")],
+    off = [c["detail"] for c in checks if c["status"] in ("fail", "error")]
+    return {"result": host_report["result"], "off": [FIXTURE_FAILED.sub(r"\1", detail) for detail in off],
             "failing": host_report.get("failing", [])}
 
 

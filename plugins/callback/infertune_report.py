@@ -10,7 +10,8 @@ This callback watches the run: the report's start (infertune_report_start: the r
 directory and hosts, the earlier report already marked as not current), each host's stage
 (infertune_reached), the plan's or the rollout's reason for a failed host (infertune_failure)
 and the task where a host was lost. The plan's action and infertune_publish set those as host
-variables, answering as add_host does; a fact (set_fact) is read alike. When the playbook ends without the verify play's report
+variables, answering as add_host does (the plan's answer reaches callbacks censored: this one
+reads what it published from the inventory); a fact (set_fact) is read alike. When the playbook ends without the verify play's report
 (infertune_verify), it writes this run's report: a lost host "unreachable in stage runtime:
 <task>: <message>", a failed one with its stage and reason, every other host not verified
 because the run ended first. Nothing is verified then, and no earlier verification is read.
@@ -35,6 +36,7 @@ from ansible_collections.infertune.fleet.infertune.summary import added_hosts
 
 
 START = "infertune_report_start"
+PLAN = "infertune_host_plan"
 VERIFY = "infertune_verify"
 ENDED = "the run ended before its verification"
 
@@ -67,13 +69,24 @@ class CallbackModule(CallbackBase):
             self.reported = True
         added = added_hosts(res)
         if added:
-            # The plan's action publishes the host's record as host variables, as add_host does.
+            # infertune_publish publishes the host's record as host variables, as add_host does.
             for item in added:
                 self._note(str(item["host_name"]), item.get("host_vars") or {})
+            return
+        if action == PLAN and res.get("censored"):
+            # The plan's answer reaches callbacks censored (its record is as large as the host): the
+            # strategy has published it as the host's variables before this callback.
+            self._note(result.host.get_name(), self._published(result))
             return
         facts = res.get("ansible_facts") or {}
         if facts and "_ansible_delegated_vars" not in res:
             self._note(result.host.get_name(), facts)
+
+    @staticmethod
+    def _published(result):
+        """The host's variables in the inventory (the plan's action publishes its record there)."""
+        host = result.task.get_variable_manager()._inventory.get_host(result.host.get_name())  # pylint: disable=protected-access
+        return host.vars if host is not None else {}
 
     def _note(self, name, values):
         """What the report needs from the variables a task set on host `name`."""

@@ -3,6 +3,9 @@
 plugins/module_utils/infertune_node stays free of Ansible so the boot-time tool can import
 it; this is the thin layer the modules in plugins/modules/ share.
 """
+import os
+
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import timed
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 
 
@@ -32,4 +35,15 @@ def runner(module):
         if executable is None:
             return 127, "", "%s: command not found" % argv[0]
         return module.run_command([executable] + list(argv[1:]), environ_update={"LC_ALL": "C"})
+    return run
+
+
+def timed_runner(module, timeout):
+    """runner(module), each command under `timeout` seconds (timed.Unresponsive past it): for a
+    reader that a stuck driver could hang (run_command has no time limit)."""
+    def run(argv):
+        executable = module.get_bin_path(argv[0])
+        if executable is None:
+            return 127, "", "%s: command not found" % argv[0]
+        return timed.run([executable] + list(argv[1:]), timeout, env=dict(os.environ, LC_ALL="C"))
     return run

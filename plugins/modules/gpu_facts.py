@@ -54,6 +54,10 @@ options:
       - GPU table (C(infertune/data/gpu_specs.yml) read on the controller). Each GPU is matched to an
         entry by PCI device id, else by name or alias, and returned as C(table_key) (null when absent).
     type: dict
+  timeout:
+    description: Seconds nvidia-smi may take; past it the module fails with "driver unresponsive" (a stuck GPU
+      holds nvidia-smi in the driver) instead of hanging. Unset, no limit. NVML has none either way.
+    type: int
   host:
     description: Name of the host in failure messages; the role passes the inventory name.
     type: str
@@ -129,7 +133,7 @@ problems:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner, timed_runner
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
 
@@ -145,14 +149,16 @@ def main():
             venv=dict(type="path"),
             require_persistence=dict(type="bool", default=False),
             gpu_table=dict(type="dict"),
+            timeout=dict(type="int"),
             host=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     params = dict(module.params)
     host = params.pop("host") or socket.gethostname()
+    timeout = params.pop("timeout")
     try:
-        result = gate(runner(module), **params)
+        result = gate(timed_runner(module, timeout) if timeout else runner(module), **params)
     except GpuQueryError as exc:
         module.fail_json(msg="host %s: %s" % (host, exc), problems=[str(exc)])
     if result["problems"]:

@@ -23,6 +23,11 @@ description:
     host, C(infertune_failure), and adds the host to C(infertune_pending) or C(infertune_converged) as its
     answer arrives. Order the group's hosts by the inventory where order matters (the rollout play
     targets C(gpu_nodes:&infertune_pending)).
+  - Below C(-vvv) the answer of a planned host, its whole record, reaches callbacks (the output, job
+    events) censored, as Ansible shows a C(no_log) result - it grows with the host's GPUs, links and
+    knobs; the plan's table shows what it decided. A failed or unreachable read is shown whole.
+  - A unit file may name its source on the control node (C(src), a file of this collection) instead of
+    its content - read there, compared and sent to the host as its content.
   - Set C(changed_when) to false - the strategy reports a host whose variables it set as changed.
   - A host that cannot be reached is unreachable, unless the task ignores unreachable hosts - then it is
     published with C(infertune_unreachable), the reason, in no group, and the task succeeds.

@@ -35,9 +35,17 @@ options:
     default: when_needed
   gpu_gate:
     description: Options of M(infertune.fleet.gpu_facts) (source, expected_count, compute_capability, min_driver, venv,
-      require_persistence, gpu_table); the result, problems included, is returned as C(gpus). With it,
+      require_persistence, gpu_table, timeout); the result, problems included, is returned as C(gpus). With it,
       the kernel the default boot entry starts is read (returned as C(boot_entry)); when it is not the running
-      kernel and the NVIDIA module will not load on it, that is one of the gate's problems.
+      kernel and the NVIDIA module will not load on it, that is one of the gate's problems. C(timeout) is the
+      seconds nvidia-smi may take; past it the gate's problem is "driver unresponsive" (never a hung play).
+    type: dict
+  health:
+    description: With O(gpu_gate), read each GPU's health in the gate's own nvidia-smi query (ECC, row remapping,
+      retired pages, clock events, recovery action), the Xids of the kernel log since this boot and,
+      through NVML where it imports, the PCIe replay counters, and class every signal (ok, warn, reset, rma,
+      not_applicable; the tables in C(plugins/module_utils/infertune_node/gpu_health.py)). Options
+      C(sram_uncorrectable_max), C(remap_uncorrectable_max) (above them, rma). Returned as C(gpus.health).
     type: dict
   fabric:
     description: Read-only gates on the PCIe links, BAR1 and P2P of the GPUs - C(vendor) (default C(0x10de)),
@@ -81,9 +89,10 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: C(results) per knob, C(pending), C(failed), C(reboot), C(reboot_reasons), C(drain),
-    C(machine_id), and C(gpus), C(boot_entry), C(fabric), C(backend), C(target_kernel), C(weights) and
-    C(fingerprint)
-    when asked. The plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
+    C(machine_id), and C(gpus) (with C(health) where O(health) asked for it - C(read), C(boot_id), per GPU its
+    C(class), the C(signals) not ok, the counters and this boot's Xids, and C(blocking), a line per reset
+    or rma signal), C(boot_entry), C(fabric), C(backend), C(target_kernel), C(weights) and C(fingerprint) when asked. The
+    plan's role publishes it as the host's C(infertune_plan) (M(infertune.fleet.infertune_host_plan)).
   returned: always
   type: dict
 """
@@ -91,10 +100,11 @@ plan:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import runner, timed_runner
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.files import fingerprints
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import TuningError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_gate import gate
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_health import DriverUnresponsive
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gpu_query import GpuQueryError
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.identity import machine_id
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.kernel_driver import default_boot, target_kernel
@@ -104,16 +114,35 @@ from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.moe
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie import GPU_CLASSES, NVIDIA
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.pcie_fabric import check as check_fabric, gate_memory
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.systemd import unit_states
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.timed import Unresponsive
+
+
+def unanswered(reason):
+    """A runner for nvidia-smi once it hung: each call is Unresponsive at once."""
+    def run(argv):
+        raise Unresponsive(reason)
+    return run
 
 
 def checks(module, plan):
     """The GPU gate and the backend check, each a result with its problems, never an exception."""
     host = socket.gethostname()
+    # The fabric's nvidia-smi runs under the gate's time limit, and not at all once the gate found
+    # the driver unresponsive (each call would hang as long again).
+    read = runner(module)
     if module.params["gpu_gate"] is not None:
+        options = dict(module.params["gpu_gate"])
+        timeout = options.pop("timeout", None)
+        read = timed_runner(module, int(timeout)) if timeout else read
+        health = module.params["health"]
         try:
-            plan["gpus"] = gate(runner(module), **module.params["gpu_gate"])
-        except (GpuQueryError, TypeError) as exc:
+            plan["gpus"] = gate(read, health=health, **options)
+        except (GpuQueryError, TypeError, ValueError) as exc:
             plan["gpus"] = {"gpus": [], "problems": [str(exc)]}
+            if health is not None:
+                plan["gpus"]["health"] = {"read": False, "error": str(exc)}
+            if isinstance(exc, DriverUnresponsive):
+                read = unanswered(str(exc))
         # The next boot's GPUs too: a default entry on a kernel without the NVIDIA module fails the gate.
         plan["boot_entry"] = default_boot("/", runner(module))
         if plan["boot_entry"]["problem"]:
@@ -124,10 +153,10 @@ def checks(module, plan):
             plan["fabric"] = check_fabric("/", fabric.get("vendor", NVIDIA),
                                           fabric.get("classes", list(GPU_CLASSES)),
                                           fabric.get("gates", ["width", "speed", "bar1"]),
-                                          fabric.get("nvidia_smi", "nvidia-smi"), runner(module),
+                                          fabric.get("nvidia_smi", "nvidia-smi"), read,
                                           # The gate's nvidia-smi read has the GPUs' memory: no second query.
                                           gate_memory(plan.get("gpus", {}).get("gpus", [])))
-        except (TuningError, TypeError) as exc:
+        except (TuningError, TypeError, Unresponsive) as exc:
             plan["fabric"] = {"failures": [str(exc)], "aer": {}}
     if module.params["backend"] is not None:
         options = dict(module.params["backend"])
@@ -157,6 +186,7 @@ def main():
         "secret_files": {"type": "dict", "default": {}, "no_log": True},
         "reboot_strategy": {"type": "str", "default": "when_needed", "choices": ["when_needed", "always", "never"]},
         "gpu_gate": {"type": "dict"},
+        "health": {"type": "dict"},
         "fabric": {"type": "dict"},
         "fingerprint": {"type": "dict"},
         "weights": {"type": "dict"},

@@ -39,6 +39,16 @@ options:
         the host the task ran on, and the message names each host with a problem.
     type: list
     elements: str
+  needs:
+    description:
+      - Uses of the run whose Python packages the control node must have, in the Python that runs
+        ansible-playbook - C(verify) (pytest, pytest-testinfra - the verification runs there) and C(plot)
+        (matplotlib - the benchmark's plot). Each use it lacks, or has too old, is a problem naming the
+        packages and the pip command that installs the collection's requirements file for it, before
+        any host is touched.
+    type: list
+    elements: str
+    choices: [verify, plot]
 author: infertune developers (@infertune)
 """
 
@@ -46,6 +56,13 @@ EXAMPLES = r"""
 - name: Check every infertune variable of every host, once
   infertune.fleet.infertune_validate:
     hosts: "{{ ansible_play_hosts }}"
+  run_once: true
+  any_errors_fatal: true
+
+- name: Check every variable and that the control node can run the verification, once
+  infertune.fleet.infertune_validate:
+    hosts: "{{ ansible_play_hosts }}"
+    needs: [verify]
   run_once: true
   any_errors_fatal: true
 

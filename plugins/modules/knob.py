@@ -11,9 +11,12 @@ description:
   - Returns the result contract every knob shares (C(changed), C(before), C(after),
     C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
     C(infertune_results) fact.
-  - O(module) is a key of C(MODULES) in the collection's C(plugins/module_utils/infertune_node/knobs.py);
+  - O(module) is a knob kind of C(KINDS) in the collection's C(plugins/module_utils/infertune_node/kinds.py);
     the knob catalog (C(roles/infertune/vars/main.yml)) gives each knob's O(args). An unknown module fails
     naming the known ones, a missing argument naming it.
+  - A file of a C(systemd_unit) knob's O(args) may name its source on the control node (C(src), a file of
+    this collection) instead of its C(content) - the action reads it there, and the result's invocation
+    shows the task's own arguments, not the content.
 options:
   name:
     description: The knob's name in the catalog (reported back).

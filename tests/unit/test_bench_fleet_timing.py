@@ -144,3 +144,10 @@ def test_a_verify_run_reached_the_hosts_it_verified():
     assert fleet_timing.reached_hosts(verify) == 3
     plan = {"stats": {"h1": {"unreachable": 0}, "h2": {"unreachable": 1}}, "plays": [{"tasks": [{"hosts": {"h1": {}}}]}]}
     assert fleet_timing.reached_hosts(plan) == 1
+
+
+def test_the_inventory_guard_play_counts_with_the_start_up():
+    """Each playbook's first play, which targets no host of a healthy inventory, is no phase."""
+    assert fleet_timing.GUARD not in fleet_timing.PHASES
+    marks = [{"play": fleet_timing.GUARD, "cpu": 1.0}, {"play": PLAN, "cpu": 1.2}, {"play": None, "cpu": 3.0}]
+    assert fleet_timing.play_cpu(marks) == (1.2, {"plan": 1.8})

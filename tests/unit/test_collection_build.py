@@ -44,6 +44,8 @@ def test_the_tarball_holds_what_runs_without_the_checkout(members):
               if p.is_file() and "__pycache__" not in p.parts}
     assert wanted - members == set()
     assert {"pytest.ini", "docs/collection-ansible.cfg", "MANIFEST.json", "LICENSE"} <= members
+    # The control node's Python needs per use, where a collection user looks; not the checkout's tooling.
+    assert {"requirements.txt", "requirements-benchmark.txt"} <= members and "requirements-dev.txt" not in members
 
 
 def test_the_tarball_holds_nothing_of_the_lab_the_benchmarks_or_the_checkouts_config(members):
@@ -81,7 +83,8 @@ def pins(lines):
 
 def test_the_execution_environment_pins_what_the_control_node_pins():
     ee = yaml.safe_load((REPO / "execution-environment.yml").read_text())["dependencies"]
-    control_node = pins((REPO / "requirements.txt").read_text().split())
+    control_node = pins(" ".join((REPO / name).read_text() for name in (
+        "requirements-dev.txt", "requirements-benchmark.txt", "requirements.txt")).split())
     ee_pins = pins([ee["ansible_core"]["package_pip"], ee["ansible_runner"]["package_pip"], *ee["python"]])
     assert ee_pins == {name: control_node[name] for name in ee_pins}
     # Every Python package the collection asks of an execution environment is pinned here

@@ -36,3 +36,29 @@ def test_every_page_the_docs_name_exists():
 def test_the_check_finds_a_page_named_in_prose():
     assert NAMED.findall("see `docs/site.md` and docs/cost.md, lab/README.md; not xdocs/y.md") == [
         "docs/site.md", "docs/cost.md", "lab/README.md"]
+
+
+def first_screen(lines=45):
+    return "\n".join(README.read_text().splitlines()[:lines])
+
+
+def test_the_first_screen_says_what_a_real_host_user_runs():
+    screen = first_screen()
+    assert "make setup" in screen and ".venv/bin/ansible-playbook -i inventory/" in screen
+    assert '"Install as a collection"' in screen and "## Install as a collection" in README.read_text()
+
+
+def test_the_first_lines_say_what_a_host_must_have_first():
+    """The plan stops a host without the NVIDIA driver or sglang: the front page says so, and
+    never that it starts from a bare server."""
+    screen = first_screen(15)
+    assert "bare" not in screen
+    assert all(need in screen for need in ("NVIDIA", "driver", "`sglang_venv`", "`sglang_model_path`",
+                                           "installs neither the driver nor sglang"))
+
+
+def test_a_decode_floor_figure_never_comes_without_the_other():
+    """The seeds' 3.2 ms/token (bytes spread evenly) and sglang's 6.15 ms differ: a paragraph that
+    gives one gives the other."""
+    paragraphs = [p for p in README.read_text().split("\n\n") if "3.2 ms" in p or "6.15 ms" in p]
+    assert paragraphs and all("3.2 ms" in p and "6.15 ms" in p for p in paragraphs), paragraphs

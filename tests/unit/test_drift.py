@@ -248,3 +248,51 @@ def test_a_relative_textfile_directory_is_taken_from_where_the_command_runs(tmp_
     assert cli.main(["drift", "-i", str(FIXTURE / "inventory.yml"), "-e", "@vars.json", "--limit", "!node-x",
                      "--textfile-dir", "here"], root=FIXTURE) == drift.NO_DRIFT
     assert (tmp_path / "here" / drift.TEXTFILE).is_file()
+
+
+def gpu_reading(klass, **extra):
+    gpu = {"index": 3, "bus_id": "00000000:4E:00.0", "uuid": "GPU-3", "class": klass, "signals": {},
+           "counters": {"ecc_corrected_volatile": 2, "pcie_replays": 0}, "rising": [], "xids": {}, "flags": {}, **extra}
+    return {"read": True, "error": "", "boot_id": "b", "gpus": [gpu]}
+
+
+def test_gpu_health_is_exported_per_gpu_with_identity_labels_and_no_text():
+    readings = {"gpu-01": drift.read_ok(KNOBS, {}, (), gpu_reading("reset", flags={"remap_pending": 1, "remap_failure": 0},
+                                                                   xids={"79": 2}, rising=["ecc_corrected_volatile"],
+                                                                   clock_events=["hw_slowdown"])),
+                "gpu-02": drift.read_failed("stopped by the plan: gpu-02: GPU gate: driver unresponsive",
+                                            {"read": False, "error": "driver unresponsive: nvidia-smi did not answer within 60 s",
+                                             "boot_id": None, "gpus": []}),
+                "gpu-03": ok()}
+    got = samples(drift.textfile(drift.merge({}, readings, FLEET, T1)))
+    ids = {"gpu": "3", "uuid": "GPU-3", "bus_id": "00000000:4E:00.0"}
+    assert got["infertune_gpu_health_read"] == {host("gpu-01"): 1, host("gpu-02"): 0}
+    assert got["infertune_gpu_health_class"] == {host("gpu-01", **ids, **{"class": c}): float(c == "reset")
+                                                 for c in drift.GPU_CLASSES}
+    assert got["infertune_gpu_remap_pending"] == {host("gpu-01", **ids): 1}
+    assert got["infertune_gpu_remap_failure"] == {host("gpu-01", **ids): 0}
+    assert got["infertune_gpu_xids_this_boot"] == {host("gpu-01", xid="79", **ids): 2}
+    assert got["infertune_gpu_clock_event_active"] == {host("gpu-01", reason=r, **ids): float(r == "hw_slowdown")
+                                                       for r in drift.CLOCK_REASONS}
+    assert got["infertune_gpu_errors"] == {host("gpu-01", counter="ecc_corrected_volatile", **ids): 2,
+                                                host("gpu-01", counter="pcie_replays", **ids): 0}
+    assert got["infertune_gpu_counters_rising"] == {host("gpu-01", **ids): 1}
+
+
+def test_gpus_that_do_not_answer_keep_their_last_values_and_say_so():
+    first = drift.merge({}, {"gpu-01": drift.read_ok(KNOBS, {}, (), gpu_reading("warn"))}, FLEET[:1], T1)
+    hung = drift.merge(first, {"gpu-01": drift.read_failed("stopped by the plan: x", {
+        "read": False, "error": "driver unresponsive", "boot_id": None, "gpus": []})}, FLEET[:1], T2)
+    kept = hung["hosts"]["gpu-01"]["gpu_health"]
+    assert kept["read"] is False and kept["error"] == "driver unresponsive" and kept["gpus"][0]["class"] == "warn"
+    assert report.drift_gpus(kept) == "not read: driver unresponsive"
+    assert report.drift_gpus(first["hosts"]["gpu-01"]["gpu_health"]) == "GPU 3 warn"
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian's prometheus package) not installed")
+def test_promtool_finds_nothing_to_say_about_the_gpu_metrics(tmp_path):
+    drift.publish(tmp_path, tmp_path, {"gpu-01": drift.read_ok(KNOBS, {}, (), gpu_reading("rma", xids={"48": 1}))},
+                  FLEET[:1], T1)
+    proc = subprocess.run(["promtool", "check", "metrics"], input=(tmp_path / drift.TEXTFILE).read_text(),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and not (proc.stdout + proc.stderr).strip(), proc.stdout + proc.stderr

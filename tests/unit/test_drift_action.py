@@ -37,3 +37,15 @@ def test_a_host_not_read_says_why():
     assert unreachable == drift.read_failed("unreachable: No route to host")
     assert stopped == drift.read_failed("stopped by the plan: gpu-1: GPU gate: 7 GPUs")
     assert lost == drift.read_failed(action.LOST)
+
+
+def test_the_gpus_health_goes_with_the_reading_also_when_the_plan_stopped_the_host():
+    health = {"read": True, "boot_id": "b", "gpus": [{"index": 0, "bus_id": "00000000:18:00.0", "uuid": "GPU-0",
+                                                      "class": "rma", "signals": {"remap": ["rma", "failed"]},
+                                                      "counters": {}, "xids": {}, "flags": {"remap_failure": 1},
+                                                      "not_applicable": [], "serial": "1"}]}
+    plan = dict(PLAN, gpus={"gpus": [], "problems": [], "health": health})
+    stopped = action.reading("gpu-1", {"infertune_plan": plan, "infertune_failure": "gpu-1: GPU health: GPU 0"}, CATALOG)
+    assert stopped["checked"] is False and stopped["gpus"]["gpus"][0]["class"] == "rma"
+    assert "serial" not in stopped["gpus"]["gpus"][0]  # drift.json keeps what the metrics need
+    assert action.reading("gpu-1", {"infertune_plan": plan}, CATALOG)["gpus"]["read"] is True

@@ -107,9 +107,9 @@ def test_the_first_read_gets_the_catalogs_knobs_and_the_units_fingerprint(monkey
     seen = {}
     record = action.host_plan.record
 
-    def spy(host, catalog, *args):
+    def spy(host, catalog, *args, **kwargs):
         seen["catalog"] = [knob["name"] for knob in catalog]
-        return record(host, catalog, *args)
+        return record(host, catalog, *args, **kwargs)
 
     monkeypatch.setattr(action.host_plan, "record", spy)
     _, reads = planned(monkeypatch, [first_plan()], allow_control_node=True)
@@ -247,3 +247,31 @@ def test_an_unreachable_answer_stays_unreachable_unless_the_task_ignores_it(monk
     got, _ = planned(monkeypatch, [{"unreachable": True, "msg": "gone"}], allow_control_node=True,
                      ignore_unreachable=True)
     assert published(got) == ({"infertune_unreachable": "gone", "infertune_check_mode": False}, [])
+
+
+def test_a_file_shipped_from_the_collection_is_compared_and_sent_by_its_content(monkeypatch):
+    """A unit file named by its source (src, a file of the collection: the boot-time tool and its
+    library) is read on the control node: the plan compares its content, the second read gets it."""
+    tool = action.shipped.COLLECTION / "roles" / "tuning_persistence" / "files" / "infertune-apply"
+    knobs = [dict(knob) for knob in VARIABLES["all_knobs"]]
+    knobs[1] = dict(knobs[1], args=dict(knobs[1]["args"], files=[{"path": "/u", "src": str(tool), "mode": "0755"}]))
+    deployed = first_plan(sha1=hashlib.sha1(tool.read_bytes()).hexdigest())
+    deployed["plan"]["fingerprint"]["files"]["/u"]["mode"] = "0755"
+    got, reads = planned(monkeypatch, [deployed], allow_control_node=True, all_knobs=knobs)
+    assert published(got)[1] == ["infertune_converged"]
+    got, reads = planned(monkeypatch, [first_plan(sha1="0" * 40), {"plan": {"pending": ["sglang"], "failed": {},
+                                                                             "results": {}}}],
+                         allow_control_node=True, all_knobs=knobs)
+    assert reads[1]["knobs"][0]["args"]["files"] == [{"path": "/u", "mode": "0755", "content": tool.read_text()}]
+
+
+@pytest.mark.parametrize("verbosity", [1, 3])
+def test_a_planned_hosts_answer_reaches_callbacks_censored_below_vvv(monkeypatch, verbosity):
+    """Its record is as large as the host: the strategy publishes it, callbacks (the output, job
+    events) get it censored; -vvv shows it. A failed read is shown whole."""
+    monkeypatch.setattr(action.Display(), "verbosity", verbosity)
+    got, _ = planned(monkeypatch, [first_plan()], allow_control_node=True)
+    assert published(got)[1] == ["infertune_converged"]
+    assert got.get("_ansible_no_log", False) is (verbosity < 3)
+    got, _ = planned(monkeypatch, [{"failed": True, "msg": "boom"}], allow_control_node=True)
+    assert "_ansible_no_log" not in got

@@ -41,3 +41,14 @@ def test_variables_md_follows_the_catalogs_role_order():
     roles = docs_vars.order({r: None for r in catalog_roles + ["gpu_gate", "report", "infertune", "rollout"]})
     assert roles[:len(catalog_roles)] == catalog_roles and roles[-2:] == ["infertune", "rollout"]
     assert not hasattr(docs_vars, "ORDER")
+
+
+def test_the_design_maps_files_exist():
+    """docs/design.md's map names the file that owns each step: every path it names is there."""
+    text = (REPO / "docs" / "design.md").read_text()
+    section = text[text.index("## Map"):text.index("## Layers")]
+    named = {p for p in re.findall(r"`([\w./<>*-]+\.(?:py|yml|md))`", section) if "<" not in p and "*" not in p}
+    short = {p for p in named if "/" not in p}  # a module of infertune_node, named after its package
+    missing = [p for p in named - short if not (REPO / p).exists()]
+    missing += [p for p in short if not (REPO / "plugins/module_utils/infertune_node" / p).exists()]
+    assert len(named) > 15 and missing == []

@@ -15,9 +15,11 @@ from fakehost import REPO
 
 MISMATCH = "Could not match supplied host pattern"
 # Each playbook and the plays of it that target a group the run fills.
-FILLED = {"site.yml": ["Roll out the hosts with pending changes, canary first, then in batches",
+# Each playbook's first play, on the control node, targets a host only when gpu_nodes has none.
+GUARD = "Stop when the inventory has no host in gpu_nodes"
+FILLED = {"site.yml": [GUARD, "Roll out the hosts with pending changes, canary first, then in batches",
                        "Fail each host that did not converge or whose knobs are off"],
-          "drift.yml": ["Fail each host of the run that could not be read"]}
+          "drift.yml": [GUARD, "Fail each host of the run that could not be read"]}
 
 
 def list_hosts(tmp_path, playbook):

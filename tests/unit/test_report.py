@@ -410,3 +410,27 @@ def test_the_report_reads_the_catalog_the_run_hands_over(tmp_path, monkeypatch):
     assert list(fleet["knobs"])[:3] == ["sysctl", "sglang", "tune"]
     assert fleet["knobs"]["sysctl"] == "kernel sysctls"
     assert report.catalog_rows(None) is None
+
+
+def test_gpu_health_has_its_column_and_a_row_per_unhealthy_gpu(tmp_path):
+    sick = {"index": 3, "bus_id": "00000000:4E:00.0", "uuid": "GPU-3", "serial": "1650000000003", "class": "rma",
+            "signals": {"remap": ["rma", "row remapping failed (RMA by NVIDIA's policy)"]}}
+    slow = dict(sick, index=5, bus_id="00000000:98:00.0", uuid="GPU-5", serial=None, **{"class": "warn"},
+                signals={"clock_events": ["warn", "clocks held down: hw_slowdown"]})
+    health = {"changed": False, "before": None, "after": "8 GPU(s): 1 warn, 1 rma", "class": "rma", "gpus": [slow, sick]}
+    report.record(tmp_path / "hosts", {"gpu-01": {"results": {"gpu_health": health}, "check_mode": False}})
+    (tmp_path / "verify").mkdir()
+    (tmp_path / "verify" / "all.xml").write_text(
+        '<testsuites><testsuite><testcase name="test_gpu_health[ansible://gpu-01]"><failure message="x">'
+        'gpu-01: GPU health: expected no GPU reset or rma, found GPU 3 ...</failure></testcase></testsuite></testsuites>')
+    assert report.main(["--dir", str(tmp_path), "--hosts", "gpu-01"]) == 0
+    fleet = json.loads((tmp_path / "fleet.json").read_text())["hosts"]["gpu-01"]
+    assert fleet["knobs"]["gpu_health"]["label"] == "GPU health" and fleet["knobs"]["gpu_health"]["verify"] == "fail"
+    assert fleet["gpu_health"]["class"] == "rma" and [g["index"] for g in fleet["gpu_health"]["gpus"]] == [5, 3]
+    md = (tmp_path / "fleet.md").read_text()
+    assert "| host | result | " in md and " GPU health |" in md.split("\n## ")[0]
+    section = md.split("## GPU health\n")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| gpu-01")]
+    assert rows == ["| gpu-01 | 3 | 00000000:4E:00.0 | 1650000000003 | GPU-3 | rma | remap: row remapping failed "
+                    "(RMA by NVIDIA's policy) (rma) |",
+                    "| gpu-01 | 5 | 00000000:98:00.0 | — | GPU-5 | warn | clock_events: clocks held down: hw_slowdown (warn) |"]

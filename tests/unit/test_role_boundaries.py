@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from infertune import publish
+from infertune.host_plan import PUBLISHED as PLAN_PUBLISHED
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = sorted(p.name for p in (REPO / "roles").iterdir() if (p / "meta").is_dir())
@@ -132,3 +133,43 @@ def test_the_scan_sees_what_it_must_refuse():
         "kernel_install", "sglang_x"]
     nested = [{"block": [{"name": "a", "register": "x"}], "rescue": [{"name": "b"}]}]
     assert [t["name"] for t in tasks(nested)] == ["b", "a"]
+
+
+# The engine's names another role may read: the run's record and the plan's published variables
+# (roles talk through these), the groups the runs fill, and the collection's plugins by name.
+ENGINE_OUTPUTS = set(publish.NAMES) | set(PLAN_PUBLISHED) | {
+    "infertune_pending", "infertune_converged", "infertune_verify_failed", "infertune_drift_unread"}
+ENGINE_NAME = re.compile(r"(?<![\w./])(infertune_[a-z][a-z0-9_]*)(?![\w.])")
+
+
+def engine_reads(text):
+    """The engine's names a role file's text reads, comments and the plugins' FQCNs left out."""
+    code = "\n".join(line.split("#", 1)[0] if not line.lstrip().startswith("{#") else "" for line in text.splitlines())
+    code = re.sub(r"infertune\.fleet\.\w+", "", code)
+    return sorted({name for name in ENGINE_NAME.findall(code) if name not in ENGINE_OUTPUTS})
+
+
+def test_no_role_reads_the_engines_variables_back():
+    """The engine passes a role what it needs as the role's parameters; a role that read the
+    engine's own variables (its catalog, its selection, its gate's options) would close a circle."""
+    bad = [f"{path.relative_to(REPO)}: {', '.join(engine_reads(path.read_text()))}"
+           for path in files("roles") if path.relative_to(REPO / "roles").parts[0] != "infertune"
+           and engine_reads(path.read_text())]
+    assert bad == []
+    assert engine_reads("x: \"{{ infertune_selected_knobs | first }}\"  # infertune_knobs\nname: infertune.fleet.knob\n"
+                        "y: '{{ infertune_results.drain }}'") == ["infertune_selected_knobs"]
+
+
+def test_every_role_runs_its_main_or_says_it_is_none_to_run():
+    """A role in a play's roles runs its tasks/main.yml: none that silently does nothing."""
+    for role in ROLES:
+        main = REPO / "roles" / role / "tasks" / "main.yml"
+        assert main.exists(), role
+        tasks_ = list(tasks(yaml.safe_load(main.read_text())))
+        assert tasks_, role
+        spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        assert "main" in spec, f"{role}: Ansible checks a role's arguments only for its main entry point"
+    meta = {role: REPO / "roles" / role / "meta" / "main.yml" for role in ROLES}
+    deps = {role: (yaml.safe_load(path.read_text()) or {}).get("dependencies") for role, path in meta.items()
+            if path.exists()}
+    assert {role: d for role, d in deps.items() if d} == {}, "a dependency runs its role's main"

@@ -111,3 +111,5 @@ def test_the_action_reads_the_converged_marks_of_earlier_batches_only(monkeypatc
     # "failed" would fail the task: the failed hosts are "failures".
     assert got["changed"] is False and "failed" not in got and got["failures"] == ["gpu-02"]
     assert got["stop"].startswith("1 host(s) failed (gpu-02)") and got["left_out"] == ["gpu-03", "gpu-04"]
+    # The rollout play's hosts: those the plan sent into the rollout (the runner's summary reads them).
+    assert got["pending"] == FLEET[:4]

@@ -211,6 +211,22 @@ def test_a_pending_host_the_rollout_stopped_before_did_not_converge():
     assert summary.any_failed and summary.totals()["stopped"] == 1
 
 
+def test_a_pending_host_is_known_from_the_rollouts_decision_when_the_plans_answers_are_censored():
+    """Below -vvv the plan's answers reach ansible-runner censored (its record is as large as the
+    host); the rollout's decision, once per batch, names the hosts the plan sent into it."""
+    censored = {"changed": False, "censored": "the output has been hidden due to the fact that 'no_log: true' was"
+                                              " specified for this result"}
+    plan = [result("ok", host, task="Read every knob", action="infertune.fleet.infertune_host_plan", res=censored)
+            for host in ("a", "b", "c")]
+    decision = result("ok", "a", task="Decide whether the rollout goes on", action="infertune.fleet.infertune_rollout",
+                      res={"stop": "", "left_out": [], "pending": ["a", "b"]})
+    summary = fold([play_start("Plan"), *plan, play_start("Roll out", uuid="0242ac11-0001-aaaa-bbbb-000000000077"),
+                    decision, record("a", infertune_reached="sglang"), fact("a", rollout_converged=True),
+                    stats(processed={"a": 1, "b": 1, "c": 1}, ok={"a": 5, "b": 2, "c": 2}, failures={}, dark={})])
+    rows = by_host(summary)
+    assert (rows["a"]["result"], rows["b"]["result"], rows["c"]["result"]) == ("ok", "stopped", "ok")
+
+
 def test_the_table_names_stage_and_drain():
     rows = [{"host": "a", "result": "unreachable", "stage": "reboot", "drained": True, "reboots": 0,
              "knobs_changed": 2, "failure_reason": "Reboot: timed out"}]

@@ -119,3 +119,17 @@ def test_the_entries_whose_kind_verifies_itself_go_to_the_verification_rendered(
     got = action.judged(catalog, View({"sysctl_sysfs_settings": settings, "sysctl_settings": []}))
     assert got == {"sysfs": {"module": "sysfs", "args": {"settings": settings}}}
     assert action.judged(catalog, View({"sysctl_sysfs_settings": [], "sysctl_settings": []})) == {}
+
+
+def test_a_host_ssh_cannot_reach_fails_once_with_sshs_reason():
+    """Its checks fail alike, in a fixture (pytest's wrapper around our message) or a test: the
+    reason to fail it says so once."""
+    lost = "gpu-8: unreachable: ssh: connect to host 10.0.0.8 port 22: No route to host"
+    report = {"result": "fail", "failing": ["sysctl", "cpufreq"], "knobs": {
+        "sysctl": {"checks": {"sysctl": {"status": "fail", "detail": lost}}},
+        "cpufreq": {"checks": {"cpufreq_governor": {"status": "error", "detail": f'failed on setup with "Failed: {lost}"'},
+                               "cpufreq_epp": {"status": "error", "detail": 'failed on setup with "KeyError: 3"'}}}}}
+    got = action.outcome(report)
+    assert got["off"] == [lost, lost, 'failed on setup with "KeyError: 3"']
+    assert action.failures({"gpu-8": {}}, {"gpu-8": {}}, ["gpu-8"], True, "r", {"gpu-8": got}) == {
+        "gpu-8": f'{lost}; failed on setup with "KeyError: 3"; fleet report: r/fleet.md'}

@@ -41,8 +41,12 @@ def test_every_gpu_check_reads_one_nvidia_smi_round_per_host():
         commands.append(command)
         return UNIT + "@@\n" + SMI + "@@rc=0\n"
 
-    state, rows, other = conftest.gpu_state._get_wrapped_function()(sh)
+    output = conftest.gpu_output._get_wrapped_function()(sh, resolved({"gpu_gate_health": False}))
+    state, rows, other = conftest.gpu_state._get_wrapped_function()(output)
     assert commands == [conftest.GPUS] and conftest.GPUS.count("nvidia-smi") == 1
+    # With the health check, the same one nvidia-smi asks for the health fields too.
+    conftest.gpu_output._get_wrapped_function()(sh, resolved({}))
+    assert commands[1] == conftest.GPUS_HEALTH and conftest.GPUS_HEALTH.count("nvidia-smi") == 1
     assert len(rows) == 2
     nvidia, fabric = load("test_nvidia"), load("test_pcie_fabric")
     assert "gpu_state" in inspect.signature(nvidia.gpus).parameters

@@ -1,6 +1,7 @@
 """tests/verify asks each host for every command its checks read in one ssh round (probes.py,
 fleet.Fleet.prefetch): each ssh command costs the control node an ssh client, which a fleet
-multiplies. A host whose round fails still gets each command on its own."""
+multiplies. A host whose round fails still gets each command on its own; one ssh cannot reach is
+asked once, and named with ssh's reason."""
 import json
 import os
 import shlex
@@ -108,14 +109,18 @@ class Backend:
 class Host:
     """Answers the prefetch round by running nothing: each command's answer names the host."""
 
-    def __init__(self, name, round_fails=False):
-        self.name, self.round_fails, self.backend, self.calls = name, round_fails, Backend(), []
+    def __init__(self, name, round_fails=False, unreachable=False):
+        self.name, self.round_fails, self.unreachable, self.backend, self.calls = name, round_fails, unreachable, Backend(), []
 
     def run(self, command, *args):
         self.calls.append(self.backend.quote(command, *args))
+        if self.unreachable:
+            # testinfra's ssh backend on ssh's exit status 255: the CommandResult as the exception.
+            raise RuntimeError(SimpleNamespace(rc=255, stdout="", stderr="Warning: Permanently added 'lost'\r\n"
+                                               "ssh: connect to host 10.0.0.8 port 22: No route to host\r\n"))
         if command == "python3 -c %s %s":
-            if self.round_fails:
-                raise RuntimeError("ssh: connect to host: Connection refused")
+            if self.round_fails:  # no python3 on the host
+                return SimpleNamespace(rc=127, stdout="", stderr="sh: 1: python3: not found")
             answers = [[0, f"{self.name}: {c}", ""] for c in json.loads(args[1])]
             return SimpleNamespace(rc=0, stdout=json.dumps(answers), stderr="")
         return SimpleNamespace(rc=0, stdout=f"{self.name} alone: {self.backend.quote(command, *args)}", stderr="")
@@ -141,6 +146,20 @@ def test_a_host_whose_round_fails_runs_each_command_alone():
     assert fleet.run(lost, "sh -c %s", "cat /proc/cmdline").stdout == "lost alone: sh -c 'cat /proc/cmdline'"
     # The host that answered in its round is not asked again.
     assert len(fine.calls) == 1 and len(lost.calls) == 2
+
+
+def test_a_host_ssh_cannot_reach_is_asked_once_and_named_with_sshs_reason():
+    """Every check of it fails naming the host and ssh's reason (not testinfra's CommandResult),
+    and a command the other hosts answer alone never fails them for it."""
+    fine, lost = Host("fine"), Host("lost", unreachable=True)
+    fleet = Fleet([fine, lost], name=lambda host: host.name)
+    fleet.prefetch({fine: PLAN, lost: PLAN})
+    for _ in range(2):
+        with pytest.raises(pytest.fail.Exception, match=r"^lost: unreachable: ssh: connect to host 10.0.0.8 port 22:"
+                                                        r" No route to host$"):
+            fleet.run(lost, "sh -c %s", "cat /proc/cmdline")
+    assert len(lost.calls) == 1
+    assert fleet.run(fine, "sh -c %s", "uname -r").stdout == "fine alone: sh -c 'uname -r'" and len(lost.calls) == 1
 
 
 def test_a_round_the_control_node_cannot_start_falls_back_too():

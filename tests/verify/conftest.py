@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -22,10 +23,11 @@ import testinfra
 # the collection's plugins/module_utils, beside this directory wherever it is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "module_utils"))
 
+from expected import truthy
 from fleet import Fleet
 from infertune_node import grubcfg
 from probes import SH, planned, probe
-from readings import GPU_QUERY, gpu_reading, sections
+from readings import GPU_QUERY, HEALTH_QUERY, KMSG_READ, gpu_reading, sections
 
 
 def pytest_configure(config):
@@ -92,7 +94,7 @@ def fleet(request):
     fleet = Fleet(testinfra.get_hosts(specs, connection=option.connection, ssh_config=option.ssh_config,
                                       ssh_identity_file=option.ssh_identity_file, sudo=option.sudo,
                                       sudo_user=option.sudo_user, ansible_inventory=option.ansible_inventory,
-                                      force_ansible=option.force_ansible))
+                                      force_ansible=option.force_ansible), name=host_name)
     fleet.prefetch(plans(fleet.hosts, request))
     return fleet
 
@@ -167,21 +169,35 @@ def cpu_vendor(basics):
     return basics["cpu_vendor"]
 
 
-# One round for every GPU check (count, compute capability, persistence mode, BAR1 against memory):
-# persistenced's unit, then every GPU. nvidia-smi is slow to start on a real 8-GPU host: asked once.
+# One round for every GPU check (count, compute capability, persistence mode, BAR1 against memory,
+# health): persistenced's unit, then every GPU, then the kernel log's Xids. nvidia-smi is slow to
+# start on a real 8-GPU host: asked once, with the health fields where the health check runs.
 GPUS = ("systemctl show nvidia-persistenced.service -p LoadState -p UnitFileState -p ActiveState -p ExecStart"
         " 2>&1; echo @@;"
         f" nvidia-smi --query-gpu={GPU_QUERY} --format=csv,noheader,nounits 2>&1; echo \"@@rc=$?\"")
+GPUS_HEALTH = (GPUS.replace(f"--query-gpu={GPU_QUERY} ", f"--query-gpu={GPU_QUERY},{HEALTH_QUERY} ")
+               + f"; echo @@; python3 -c {shlex.quote(KMSG_READ)}")
 
 
-probe("gpu_state")(lambda want: GPUS)
+def gpus_command(want):
+    """GPUS, or GPUS_HEALTH where the host's GPU health is checked (gpu_gate_health)."""
+    return GPUS_HEALTH if truthy(want.get("gpu_gate_health", False)) else GPUS
+
+
+probe("gpu_output")(gpus_command)
 
 
 @pytest.fixture(scope="module")
-def gpu_state(sh):
+def gpu_output(sh, want):
+    """What gpus_command printed, once per host for every GPU check."""
+    return sh(gpus_command(want))
+
+
+@pytest.fixture(scope="module")
+def gpu_state(gpu_output):
     """(persistenced's unit properties, [(index, bus id, compute capability, persistence mode,
     memory MiB)], [lines nvidia-smi printed otherwise]): readings.gpu_reading of GPUS."""
-    return gpu_reading(sh(GPUS))
+    return gpu_reading(gpu_output)
 
 
 PCI_PROBE = (Path(__file__).parent / "pci_probe.py").read_text()

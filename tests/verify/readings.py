@@ -1,6 +1,8 @@
 """Parse what one shell command per knob printed, and say it briefly for 128 CPUs."""
 import re
 
+from infertune_node.gpu_health import HEALTH_FIELDS
+
 
 def grep_files(output):
     """`grep -H . FILES` output -> {path: value}."""
@@ -54,9 +56,12 @@ def properties(text):
 
 
 # What the GPU checks ask nvidia-smi (--format=csv,noheader,nounits): index, bus id, compute
-# capability, persistence mode, memory (MiB).
+# capability, persistence mode, memory (MiB); with the health check, the uuid and the plan's
+# health fields after them, in the same query.
 GPU_QUERY = "index,pci.bus_id,compute_cap,persistence_mode,memory.total"
 GPU_FIELDS = len(GPU_QUERY.split(","))
+HEALTH_QUERY = ",".join(["uuid"] + [field for key, field in HEALTH_FIELDS])
+HEALTH_KEYS = ["uuid"] + [key for key, field in HEALTH_FIELDS]
 
 
 # The unit properties of a host without systemd: every check of a unit says it once.
@@ -75,10 +80,51 @@ def gpu_reading(output):
     nvidia-smi printed otherwise])."""
     unit, smi = sections(output, 2)
     rows, other = [], []
+    for fields in _gpu_rows(smi, other):
+        rows.append(tuple(fields[:GPU_FIELDS]))
+    return unit_properties(unit), rows, other
+
+
+def _gpu_rows(smi, other):
+    """The rows of the query with or without the health fields; the other lines into `other`."""
     for line in smi.splitlines():
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) == GPU_FIELDS and fields[0].isdigit():
-            rows.append(tuple(fields))
+        if len(fields) in (GPU_FIELDS, GPU_FIELDS + len(HEALTH_KEYS)) and fields[0].isdigit():
+            yield fields
         elif line.strip() and not line.startswith("@@rc=0"):
             other.append(line.replace("@@rc=", "exit status ").strip())
-    return unit_properties(unit), rows, other
+
+
+def gpu_health_reading(output):
+    """The same command's health part: ([(index, bus id, {health key: value})], the Xid lines of the
+    kernel log or None when it could not be read and why, [what nvidia-smi printed otherwise])."""
+    unit, smi, kernel = sections(output, 3)
+    other = []
+    rows = [(fields[0], fields[1], dict(zip(HEALTH_KEYS, fields[GPU_FIELDS:])))
+            for fields in _gpu_rows(smi, other) if len(fields) > GPU_FIELDS]
+    unreadable = kernel.startswith(KMSG_UNREADABLE)
+    return rows, (None if unreadable else kernel.splitlines()), (kernel.strip() if unreadable else "") or other
+
+
+# The kernel log's Xid lines, read without blocking (a plain read of /dev/kmsg waits for the next
+# record), or the marker and why it could not be read.
+KMSG_UNREADABLE = "@@kmsg-unreadable"
+KMSG_READ = f"""import os
+try:
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+except OSError as exc:
+    print("{KMSG_UNREADABLE}", exc.strerror)
+    raise SystemExit(0)
+data = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except BlockingIOError:
+        break
+    except BrokenPipeError:
+        continue
+    if not chunk:
+        break
+    data += chunk
+print("\\n".join(line.decode("latin-1") for line in data.split(b"\\n") if b"NVRM: Xid" in line))
+"""

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from . import grub, kmod, osflavor, render
+from . import grub, kmod, kmsg, osflavor, render
 
 HW = "/run/lab-hw"
 REAL_DEVICES = "/run/lab-real-devices"
@@ -81,6 +81,11 @@ def main():
     overlay_devices(os.path.join(HW, render.DEVICES))
     for rel in render.mounts(profile):
         mount("--bind", os.path.join(HW, rel), "/" + rel)
+    # The host's kernel log (hwmodel/kmsg.py): the container has none of its own.
+    if not os.path.lexists("/dev/kmsg"):
+        open("/dev/kmsg", "w").close()
+    mount("--bind", os.path.join(HW, kmsg.KMSG), "/dev/kmsg")
+    mount("-o", "remount,bind,ro", "/dev/kmsg")
     if "lockdown" in faults:
         # Lockdown refuses config-space writes: the PCI trees become read-only.
         for name in os.listdir(os.path.join(HW, render.DEVICES)):

@@ -3,7 +3,7 @@ import json
 import os
 import uuid
 
-from . import iommu, kmod, render_cpu, render_kernel, render_pci, sysctl
+from . import iommu, kmod, kmsg, render_cpu, render_kernel, render_pci, sysctl
 from .files import write
 
 # Paths (relative to /) that boot bind-mounts from the rendered tree; files and directories.
@@ -32,7 +32,9 @@ def mounts(profile):
     stays the container's read-only one, so a write to a key the lab does not model fails."""
     return MOUNTS + tuple(sysctl_path(key) for key in sorted(profile["sysctl"]))
 FAULTS = ("no-boot", "driver-unloaded", "lockdown", "gpu-lost", "link-degraded", "old-driver", kmod.FAULT,
-          "vfio-bound")
+          "vfio-bound") + ("remap-pending", "remap-failure", "xid", "hw-slowdown", "nvidia-smi-hang")
+# The health faults act at once (lab/boot/nvidia-smi reads them while the host runs); xid is read at
+# boot too: the GPU reports it again at every boot until cleared.
 
 
 def read_faults(path):
@@ -76,6 +78,9 @@ def gpu_model(profile, hostname, lost_index, driver_loaded, iommu_mode=iommu.TRA
             "bar1_mib": render_pci.bar1_mib(profile),
             "ports": above[index],
             "lost": index == lost_index,
+            # Stable like the UUID: a board's serial number.
+            "serial": "1650%09d" % (uuid.uuid5(uuid.NAMESPACE_DNS, f"{hostname}.{bus_id}.serial").int % 10**9),
+            "health": dict(gpu.get("health") or {}),
         })
     return {"driver_loaded": driver_loaded, "driver_version": driver_version or gpu["driver_version"], "gpus": gpus,
             "acs": render_pci.acs_offsets(profile), "iommu": iommu_mode}
@@ -107,6 +112,17 @@ def render(out, profile, *, root, release, cmdline, faults, hostname):
         f.write(render_cpu.cpuinfo(profile))
     with open(os.path.join(out, kmod.PLAN), "w") as f:
         json.dump(modules_plan, f)
+    mode = iommu.mode(cmdline, profile["cpu"]["vendor_id"], profile["pci"].get("iommu", iommu.TRANSLATED))
+    model = gpu_model(profile, hostname, lost, "nvidia" in modules, mode, driver)
     with open(os.path.join(out, NVIDIA_SMI_MODEL), "w") as f:
-        mode = iommu.mode(cmdline, profile["cpu"]["vendor_id"], profile["pci"].get("iommu", iommu.TRANSLATED))
-        json.dump(gpu_model(profile, hostname, lost, "nvidia" in modules, mode, driver), f, indent=1)
+        json.dump(model, f, indent=1)
+    kmsg.render(out, driver, model["driver_loaded"], boot_xids(faults, model["gpus"]))
+
+
+def boot_xids(faults, gpus):
+    """[(bus id, Xid)] that the xid fault ("NUMBER INDEX") makes a GPU report at every boot."""
+    words = (faults.get("xid") or "").split()
+    if len(words) != 2 or not all(w.isdigit() for w in words):
+        return []
+    number, index = int(words[0]), int(words[1])
+    return [(g["pci_bus_id"], number) for g in gpus if g["index"] == index]

@@ -3,6 +3,7 @@
 Stdlib only: the module passes in a command runner and, when importable, the
 pynvml module (from nvidia-ml-py), so both paths can be exercised with fakes.
 """
+import re
 
 # (key in our result, nvidia-smi --query-gpu field)
 SMI_FIELDS = (
@@ -29,6 +30,8 @@ SMI_NOT_AVAILABLE = frozenset(("[N/A]", "N/A", "[Not Supported]", "[Unknown Erro
 # nvidia-smi's wording (rc 9) when the kernel module is absent or cannot be reached.
 DRIVER_NOT_LOADED_MARKERS = ("couldn't communicate with the NVIDIA driver", "NVIDIA driver is not loaded")
 NO_DEVICES_MARKER = "No devices were found"
+# What an older nvidia-smi answers (rc 2) for a field it does not know.
+UNKNOWN_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 
 
 class GpuQueryError(Exception):
@@ -39,10 +42,19 @@ class NvmlUnavailable(GpuQueryError):
     """libnvidia-ml cannot be loaded although pynvml imports; nvidia-smi may still answer."""
 
 
-def smi_argv(nvidia_smi="nvidia-smi"):
+class UnknownField(GpuQueryError):
+    """nvidia-smi does not know a field that was asked for (an older driver)."""
+
+    def __init__(self, field, message):
+        super().__init__(message)
+        self.field = field
+
+
+def smi_argv(nvidia_smi="nvidia-smi", extra=()):
+    """The query: the gate's fields, then `extra` (the health read's), in one process."""
     return [
         nvidia_smi,
-        "--query-gpu=" + ",".join(field for key, field in SMI_FIELDS),
+        "--query-gpu=" + ",".join([field for key, field in SMI_FIELDS] + list(extra)),
         "--format=csv,noheader,nounits",
     ]
 
@@ -63,48 +75,65 @@ def _finish(gpu):
     return gpu
 
 
-def parse_smi_csv(text):
-    """Turn `nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits` output into GPU dicts."""
-    gpus = []
+def rows(text, count):
+    """The value lists of `nvidia-smi --query-gpu=... --format=csv,noheader` output, `count` each."""
+    found = []
     for line in text.splitlines():
         if not line.strip():
             continue
         # No queried field can hold a comma (GPU names are product names), so a plain split is exact.
         values = [value.strip() for value in line.split(",")]
-        if len(values) != len(SMI_FIELDS):
-            raise GpuQueryError(
-                "nvidia-smi printed %d fields where %d were asked for: %r" % (len(values), len(SMI_FIELDS), line)
-            )
-        gpu = {}
-        for (key, field), value in zip(SMI_FIELDS, values):
-            if value in SMI_NOT_AVAILABLE:
-                gpu[key] = None
-            elif key in INT_KEYS:
-                gpu[key] = int(value)
-            elif key == "persistence_mode":
-                gpu[key] = value == "Enabled"
-            elif key == "pci_device_id":
-                gpu[key] = device_id(int(value, 16))
-            else:
-                gpu[key] = value
-        gpus.append(_finish(gpu))
-    return gpus
+        if len(values) != count:
+            raise GpuQueryError("nvidia-smi printed %d fields where %d were asked for: %r" % (len(values), count, line))
+        found.append(values)
+    return found
+
+
+def identity(values):
+    """The GPU dict of the SMI_FIELDS values of one row (those first in the row)."""
+    gpu = {}
+    for (key, field), value in zip(SMI_FIELDS, values):
+        if value in SMI_NOT_AVAILABLE:
+            gpu[key] = None
+        elif key in INT_KEYS:
+            gpu[key] = int(value)
+        elif key == "persistence_mode":
+            gpu[key] = value == "Enabled"
+        elif key == "pci_device_id":
+            gpu[key] = device_id(int(value, 16))
+        else:
+            gpu[key] = value
+    return _finish(gpu)
+
+
+def parse_smi_csv(text):
+    """Turn `nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits` output into GPU dicts."""
+    return [identity(values) for values in rows(text, len(SMI_FIELDS))]
+
+
+def smi_output(run, argv):
+    """What `argv` (an nvidia-smi query) printed, "" when there is no GPU; run(argv) -> (rc, stdout,
+    stderr) answers rc 127 when nvidia-smi is missing."""
+    rc, out, err = run(argv)
+    if rc == 127:
+        raise GpuQueryError("nvidia-smi not found (%s): is the NVIDIA driver installed on this host?"
+                            % ((err or out).strip() or argv[0]))
+    message = (out + "\n" + err).strip()
+    if NO_DEVICES_MARKER in message:
+        return ""
+    if rc != 0:
+        if any(marker in message for marker in DRIVER_NOT_LOADED_MARKERS):
+            raise GpuQueryError("NVIDIA driver not loaded: nvidia-smi says: %s" % message)
+        unknown = UNKNOWN_FIELD.search(message)
+        if unknown:
+            raise UnknownField(unknown.group(1), "nvidia-smi failed (rc %d): %s" % (rc, message))
+        raise GpuQueryError("nvidia-smi failed (rc %d): %s" % (rc, message))
+    return out
 
 
 def query_smi(run, nvidia_smi="nvidia-smi"):
     """Run nvidia-smi through `run(argv) -> (rc, stdout, stderr)`, which answers rc 127 when it is missing."""
-    rc, out, err = run(smi_argv(nvidia_smi))
-    if rc == 127:
-        raise GpuQueryError("nvidia-smi not found (%s): is the NVIDIA driver installed on this host?"
-                            % ((err or out).strip() or nvidia_smi))
-    message = (out + "\n" + err).strip()
-    if NO_DEVICES_MARKER in message:
-        return []
-    if rc != 0:
-        if any(marker in message for marker in DRIVER_NOT_LOADED_MARKERS):
-            raise GpuQueryError("NVIDIA driver not loaded: nvidia-smi says: %s" % message)
-        raise GpuQueryError("nvidia-smi failed (rc %d): %s" % (rc, message))
-    return parse_smi_csv(out)
+    return parse_smi_csv(smi_output(run, smi_argv(nvidia_smi)))
 
 
 def _text(value):
