@@ -30,6 +30,11 @@ for every reference, and the read's options and the role variables reference it 
 read's options are a variable, not task arguments, for the same reason: Ansible would render them
 before the action, outside that binding.
 
+With verb revert (infertune.fleet.revert) the plan is what putting the host back would do: every
+catalog entry, the unit knobs among them, is read by its kind's revert in the one read (no file is
+rendered to compare, no second read), with the read's options (the GPU gate and the other checks
+only where asked); the plan says verb revert, which the rollout's stages read.
+
 Returns add_host (host_plan.published): the host's record as its host variables and the group it
 joins (none for a host its plan stops), which the strategy applies on the control node as the
 answer arrives, as it does add_host's. Publishing it here rather than in a task of its own spares
@@ -83,7 +88,7 @@ def own_machine_id(path="/etc/machine-id"):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True  # reads only
-    _VALID_ARGS = frozenset(("read", "catalog", "knobs", "second_backend", "problems", "allow_control_node", "health"))
+    _VALID_ARGS = frozenset(("read", "catalog", "knobs", "second_backend", "problems", "allow_control_node", "health", "verb"))
 
     def _read(self, options, task_vars):
         try:
@@ -149,6 +154,8 @@ class ActionModule(ActionBase):
         host = task_vars["inventory_hostname"]
         check_mode = bool(task_vars.get("ansible_check_mode"))
         catalog_name, knobs_name = variable(args["catalog"]), variable(args["knobs"])
+        if args.get("verb", "apply") == "revert":
+            return self._revert(result, host, check_mode, catalog_name, args, task_vars)
         selection = self._selection(catalog_name, knobs_name, task_vars)
         # One resolution (a name referenced more than once within it is resolved once), the read's options with it.
         knobs, unit_paths, unit_names, order, read = self._evaluate(
@@ -199,4 +206,19 @@ class ActionModule(ActionBase):
         if Display().verbosity < SHOWN_FROM:
             # Only the strategy reads the answer: callbacks get it censored (Ansible's no_log wording).
             result["_ansible_no_log"] = True
+        return result
+
+    def _revert(self, result, host, check_mode, catalog_name, args, task_vars):
+        """The revert's plan: one read of every entry with the verb revert, the host's record as the
+        apply's (its group, its reasons to stop) with the plan's verb."""
+        knobs, read = self._evaluate(f"[host_entries({catalog_name}), {variable(args['read'])}]", task_vars, {})
+        knobs = [dict(knob, verb="revert") for knob in knobs]
+        answer = self._read(dict(read, knobs=knobs), task_vars)
+        if answer.get("failed") or answer.get("unreachable"):
+            return self._answer(result, answer, host, check_mode)
+        plan = dict(answer["plan"], verb="revert")
+        control_node = (not boolean(args.get("allow_control_node", False), strict=False)
+                        and host_plan.is_control_node(plan.get("machine_id"), own_machine_id()))
+        record = host_plan.record(host, knobs, plan, None, {}, {}, [], control_node)
+        result.update(changed=False, add_host=host_plan.published(host, record, check_mode))
         return result

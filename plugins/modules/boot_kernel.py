@@ -14,10 +14,16 @@ description:
     the entry does not boot the running kernel). The kernel role does this before it installs a kernel package,
     whose hooks regenerate the menu (C(zz-update-grub), C(proxmox-boot-tool refresh)); with C(GRUB_DEFAULT=0) the
     new kernel would otherwise boot next, before its NVIDIA module is proved.
+  - The first change it makes records the default entry the host had before (as the O(knob) catalog knob's
+    record under C(/var/lib/infertune/original)), so that C(infertune.fleet.revert) puts it back.
 options:
   release:
     description: Kernel release as in C(uname -r), e.g. C(6.12.95+deb12-amd64); omitted, the running kernel.
     type: str
+  knob:
+    description: The catalog knob whose record of the host's original default entry this keeps.
+    type: str
+    default: boot_kernel
 author: infertune developers (@infertune)
 """
 
@@ -60,15 +66,21 @@ boot_kernel_reboot_required:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_module import run_knob
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.boot_kernel import apply_boot_kernel, pin_running
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import original
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.boot_kernel import (
+    KIND, apply_boot_kernel, pin_running)
 
 
 def main():
-    module = AnsibleModule(argument_spec={"release": {"type": "str"}}, supports_check_mode=True)
-    if module.params["release"] is None:
-        run_knob(module, pin_running)
-    else:
-        run_knob(module, apply_boot_kernel, module.params["release"])
+    module = AnsibleModule(argument_spec={"release": {"type": "str"}, "knob": {"type": "str", "default": "boot_kernel"}},
+                           supports_check_mode=True)
+    release, knob = module.params["release"], module.params["knob"]
+
+    def pin(root, gate):
+        # The record's arguments: none that the boot entry's original reads.
+        return original.keep(root, knob, KIND, {"release": release}, gate,
+                             lambda: pin_running(root, gate) if release is None else apply_boot_kernel(root, release, gate))
+    run_knob(module, pin)
 
 
 if __name__ == "__main__":

@@ -55,13 +55,21 @@ options:
     type: str
     required: true
   second_backend:
-    description: Name of the variable holding the second read's backend check options, or none.
+    description: Name of the variable holding the second read's backend check options, or none (with
+      O(verb=apply), required).
     type: str
-    required: true
   problems:
-    description: Name of the variable holding more reasons to stop the host (a list of lines).
+    description: Name of the variable holding more reasons to stop the host, a list of lines (with
+      O(verb=apply), required).
     type: str
-    required: true
+  verb:
+    description:
+      - C(apply) plans the knobs as above. C(revert) plans putting the host back as it was before infertune
+        (C(infertune.fleet.revert)) - every entry of O(catalog), the unit knobs among them, read once with the
+        verb C(revert), no file compared and no second read; the plan published says C(verb=revert).
+    type: str
+    choices: [apply, revert]
+    default: apply
   allow_control_node:
     description: Plan the control node too (its /etc/machine-id is the host's).
     type: bool

@@ -15,8 +15,10 @@ description:
     trip per host.
 options:
   knobs:
-    description: Catalog entries, each with C(name), C(module), C(args) and optionally C(label) and
-      C(drain) (a change restarts a serving component, so the host is drained first).
+    description: Catalog entries, each with C(name), C(module), C(args) and optionally C(label),
+      C(drain) (a change restarts a serving component, so the host is drained first) and C(verb)
+      (C(apply), the default, or C(revert), which reads what putting the host back as it was before infertune
+      would do).
     type: list
     elements: dict
     required: true

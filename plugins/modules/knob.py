@@ -5,9 +5,9 @@ DOCUMENTATION = r"""
 module: knob
 short_description: Apply one host tuning knob and return the result contract
 description:
-  - Runs the apply function that O(module) names (the same code the boot-time tool and the plan
-    run) with O(args), through infertune's gate, so check mode changes nothing and reports what
-    would change.
+  - Runs the apply (or, with O(verb=revert), the revert) function that O(module) names (the same code the
+    boot-time tool and the plan run) with O(args), through infertune's gate, so check mode changes nothing
+    and reports what would change.
   - Returns the result contract every knob shares (C(changed), C(before), C(after),
     C(reboot_required), C(runtime_pending), C(msg)), which the roles publish into the
     C(infertune_results) fact.
@@ -34,6 +34,20 @@ options:
     description: The knob's stage in the catalog; a change of a C(runtime) knob is C(runtime_pending).
     type: str
     choices: [boot, runtime, persist, service]
+  verb:
+    description:
+      - C(apply) sets the knob as O(args) ask; its first change records the host's own state before it, raw
+        (per CPU, device, port, sysctl), in C(/var/lib/infertune/original/NAME.json), never under check mode.
+      - C(revert) puts back what the host had before infertune, from that record (or, without one, the kernel's
+        default where it is known, else it leaves the value and says so), then removes the record.
+    type: str
+    choices: [apply, revert]
+    default: apply
+  record:
+    description: Whether the knob's record of the host's original state is kept and read (O(verb)); false keeps
+      none and reads none, so that a revert of it falls back to the kernel's default or leaves the value.
+    type: bool
+    default: true
 author: infertune developers (@infertune)
 """
 
@@ -85,12 +99,15 @@ def main():
     module = AnsibleModule(argument_spec={"name": {"type": "str", "required": True},
                                           "module": {"type": "str", "required": True},
                                           "args": {"type": "dict", "default": {}},
-                                          "stage": {"type": "str", "choices": ["boot", "runtime", "persist", "service"]}},
+                                          "stage": {"type": "str", "choices": ["boot", "runtime", "persist", "service"]},
+                                          "verb": {"type": "str", "choices": ["apply", "revert"], "default": "apply"},
+                                          "record": {"type": "bool", "default": True}},
                            supports_check_mode=True)
     params = module.params
     try:
         contract, diff, actions = run(params["module"], params["args"], Gate(check_mode=module.check_mode),
-                                      stage=params["stage"])
+                                      stage=params["stage"], name=params["name"] if params["record"] else None,
+                                      verb=params["verb"])
     except TuningError as exc:
         module.fail_json(msg="%s: %s" % (params["name"], exc))
     result = dict(contract, actions=actions)

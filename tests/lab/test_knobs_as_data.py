@@ -1,8 +1,8 @@
 """A sysctl, a kernel module option and a sysfs attribute added through inventory alone (an
 extra-variables file, as a group_vars file would give them): vm.swappiness=10, nvidia's
 NVreg_InfertuneTest=1 (a parameter no code of the project names; the lab's nvidia module has it)
-and the transparent hugepage mode never are refused when bad, planned, applied, verified, reported
-and hold after a reboot.
+and the transparent hugepage mode never are refused when bad, planned, applied, verified, reported,
+hold after a reboot, and go back to the host's own values with infertune.fleet.revert.
 
 The tests run in file order on one host of a fresh lab.
 """
@@ -31,16 +31,22 @@ def variables(swappiness="10", option="1", thp=THP):
             "sysctl_sysfs_settings": [{"path": thp, "value": "never", "drain": False}]}
 
 
+# The never-tuned host's values of LIVE, read before the first test changes anything.
+UNTUNED = {}
+
+
 @pytest.fixture(scope="module")
 def host(lab):
     fresh_lab()
-    return sorted(lab.hosts())[0]
+    name = sorted(lab.hosts())[0]
+    UNTUNED["live"] = on_host(name, LIVE).split()
+    return name
 
 
-def run(tmp_path, host, *args, **overrides):
+def run(tmp_path, host, *args, book="site.yml", **overrides):
     extra = tmp_path / "knobs.json"
     extra.write_text(json.dumps(variables(**overrides)))
-    return playbook("site.yml", "--limit", host, "-e", f"@{extra}", *args)
+    return playbook(book, "--limit", host, "-e", f"@{extra}", *args)
 
 
 def fleet():
@@ -102,3 +108,14 @@ def test_they_hold_after_a_reboot_and_a_second_run_changes_nothing(tmp_path, hos
     assert rc == 0 and recap(out)[host]["changed"] == 0, out[-4000:]
     assert "1 host(s) planned: 0 with pending changes, 0 stopped by the plan, 1 converged" in out, out[-4000:]
     assert fleet()["hosts"][host]["result"] == "pass"
+
+
+def test_revert_puts_each_back_as_the_host_had_it(tmp_path, host):
+    # The first apply recorded the host's own values; the option's module reloads at the reboot
+    # the revert makes for it, the hugepage mode and the sysctl go back live.
+    assert UNTUNED["live"] != ["10", "1", "never"], UNTUNED
+    rc, out = run(tmp_path, host, book="playbooks/revert.yml")
+    assert rc == 0, out[-8000:]
+    assert on_host(host, LIVE).split() == UNTUNED["live"]
+    left = on_host(host, f"ls {SYSCTL_DEFAULTS['sysctl_file']} {NVIDIA_DEFAULTS['nvidia_options_file']} 2>/dev/null; true")
+    assert left.strip() == "", left

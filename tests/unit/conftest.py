@@ -28,6 +28,16 @@ sys.path.insert(0, str(REPO / "lab" / "standin"))
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_record_of_this_machine():
+    """No test leaves a record of this machine's own state (a knob module run for real on it): the
+    records of the hosts' original state belong under a test's tree."""
+    state = "/var/lib/infertune/original"
+    before = os.path.exists(state)
+    yield
+    assert before or not os.path.exists(state), "a test wrote %s on this machine" % state
+
+
 @pytest.fixture
 def amd128(tmp_path):
     """Two-socket EPYC, 128 CPUs, amd-pstate-epp in active mode, powersave governor."""

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import boot_kernel
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import boot_kernel, original
 from fakehost import snapshot, write
 from moduleharness import run_module
 from test_boot_kernel import NEW, OLD, UUID, WANTED, boot_root  # noqa: F401 - boot_root is a fixture
 
-APPLY, PIN = boot_kernel.apply_boot_kernel, boot_kernel.pin_running
+APPLY, PIN, KEEP = boot_kernel.apply_boot_kernel, boot_kernel.pin_running, original.keep
 DROPIN = "/etc/default/grub.d/50-infertune-default.cfg"
 # GRUB's tools as the module runs them, on the fake tree: update-grub leaves a grub.cfg that already
 # lists every kernel, grub-set-default writes grubenv under the --boot-directory it is given.
@@ -34,6 +34,8 @@ def on_tree(monkeypatch, root):
     """The modules act on /: point the boot_kernel code both of them run at a fake tree instead."""
     monkeypatch.setattr(boot_kernel, "apply_boot_kernel", lambda _root, *args: APPLY(root, *args))
     monkeypatch.setattr(boot_kernel, "pin_running", lambda _root, *args: PIN(root, *args))
+    # The record of the host's original entry (for the revert) is kept on the same tree.
+    monkeypatch.setattr(original, "keep", lambda _root, *args: KEEP(root, *args))
 
 
 def entry_of(release):
@@ -67,6 +69,15 @@ def test_without_a_release_pins_the_running_kernel(boot_root, grub_tools, monkey
     rc, result = run_module("boot_kernel", {}, capsys)
     assert rc == 0 and result["changed"] and result["after"] == entry_of(OLD)
     assert result["default_release"] == OLD and result["boot_kernel_reboot_required"] is False
+
+
+def test_the_first_pin_records_the_entry_the_host_booted_before(boot_root, grub_tools, monkeypatch, capsys):
+    on_tree(monkeypatch, boot_root)
+    rc, _ = run_module("boot_kernel", {}, capsys)
+    assert rc == 0 and original.read(boot_root, "boot_kernel") == {
+        "loader": "grub", "dropin": None, "saved_entry": "0", "grubenv": True}
+    rc, _ = run_module("boot_kernel", {"release": NEW}, capsys)
+    assert rc == 0 and original.read(boot_root, "boot_kernel")["saved_entry"] == "0", "never overwritten"
 
 
 def test_a_kernel_not_installed_fails_naming_the_package_to_install(boot_root, monkeypatch, capsys):

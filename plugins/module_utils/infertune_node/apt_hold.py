@@ -1,8 +1,9 @@
 """Kernel metapackages held while infertune pins the kernel (apt-mark hold), and the holds it set
 released when asked; holds set by others are left alone. Read from dpkg's status file."""
+import os
 import re
 
-from . import sysfs
+from . import original, sysfs
 from .kind import REQUIRED, Kind
 from .packages import STATUS
 
@@ -47,5 +48,19 @@ def apply_kernel_hold(root, hold, gate):
             "msg": msg}
 
 
+def revert_kernel_hold(root, gate):
+    """The holds infertune set released (HOLDS is their record; holds set by others are left), and
+    HOLDS removed."""
+    result = apply_kernel_hold(root, False, gate)
+    if result["changed"]:
+        result["differs"] = "%s -> %s" % (result["before"], result["after"])
+    if os.path.exists(sysfs.path(root, HOLDS)):
+        gate.remove(sysfs.path(root, HOLDS))
+        result["changed"] = True
+        original.tidy(root, gate, gone=[sysfs.path(root, HOLDS)])
+    return result
+
+
 KIND = Kind("apt_hold", lambda root, a, gate: apply_kernel_hold(root, a["hold"], gate), {"hold": (bool, REQUIRED)},
-            say=lambda value: str(value) if value == "none held" else "held: %s" % value)
+            say=lambda value: str(value) if value == "none held" else "held: %s" % value,
+            revert=lambda root, a, saved, gate: revert_kernel_hold(root, gate))

@@ -4,10 +4,11 @@ Before a kernel package is installed the running kernel is pinned (pin_running):
 hooks (Debian's zz-update-grub, Proxmox's proxmox-boot-tool refresh) regenerate the menu, and
 with GRUB_DEFAULT=0 the new kernel would boot next before its NVIDIA module is proved.
 """
+import glob
 import os
 import shutil
 
-from . import grubcfg, sysfs
+from . import cmdline, grubcfg, kernel_driver, sysfs
 from .gate import TuningError, run
 from .kind import REQUIRED, Kind
 
@@ -123,5 +124,123 @@ def _apply(root, args, gate):
     return result
 
 
+def _proxmox_host(root):
+    return root in ("/", "") and shutil.which("proxmox-boot-tool")
+
+
+def _pinned():
+    rc, out, err = run(["proxmox-boot-tool", "kernel", "list"])
+    if rc != 0:
+        raise TuningError("proxmox-boot-tool kernel list failed: %s" % err.strip())
+    return pinned_kernel(out)
+
+
+def _content(root, rel):
+    target = sysfs.path(root, rel)
+    if not os.path.exists(target):
+        return None
+    with open(target) as handle:
+        return handle.read()
+
+
+def original(root, args):
+    """What boots by default before infertune: Proxmox's pinned kernel, or GRUB's drop-in of ours
+    (absent), whether grubenv existed and its saved entry."""
+    if _proxmox_host(root):
+        return {"loader": "proxmox-boot-tool", "pinned": _pinned()}
+    return {"loader": "grub", "dropin": _content(root, DROPIN), "saved_entry": grubcfg.saved_entry(root),
+            "grubenv": os.path.exists(sysfs.path(root, grubcfg.GRUBENV))}
+
+
+def _next_default(root, dropin_after, saved_entry):
+    """(GRUB_DEFAULT, spec, entry) of what GRUB boots by default once the drop-ins are as they will be (ours with
+    dropin_after as its content, None: gone) and grubenv's saved entry is saved_entry: GRUB_DEFAULT
+    as update-grub sources it (0 when unset), "saved" read from grubenv, resolved in the menu."""
+    grub_file = sysfs.path(root, cmdline.GRUB_DEFAULT_FILE)
+    ours = sysfs.path(root, DROPIN)
+    cfgs = [p for p in sorted(glob.glob(os.path.join(sysfs.path(root, cmdline.GRUB_DROPIN_DIR), "*.cfg")))
+            if p != ours or dropin_after is not None]
+    setting = cmdline.source_value(([grub_file] if os.path.exists(grub_file) else []) + cfgs,
+                                   variable="GRUB_DEFAULT") or "0"
+    spec = (saved_entry or "0") if setting == "saved" else setting
+    return setting, spec, grubcfg.resolve(_read(root, GRUB_CFG), spec)
+
+
+def _not_booting(root, release, running):
+    """Why the NVIDIA module would not load on RELEASE, the next boot's kernel, where a driver is
+    installed for the running one (else None): such a host would come back without its GPUs."""
+    if not release or release == running or not kernel_driver.module_files(root, running):
+        return None
+    found = kernel_driver.check(root, release, run)
+    return None if found["ready"] else "%s; fix: %s" % (found["reason"], found["fix"])
+
+
+def revert_boot_kernel(root, saved, gate):
+    """The boot entry released: Proxmox's pin back to the recorded one (unpinned without a record or
+    a pin of its own then); GRUB's drop-in of ours removed, grubenv's saved entry back to the recorded
+    one (unset where there was none, grubenv removed where it did not exist), update-grub. The kernel
+    GRUB boots by default is then GRUB's own choice (GRUB_DEFAULT, 0: the newest kernel). Refused
+    before any change where that kernel has no NVIDIA module while the running one has; the next boot
+    runs it (reboot_required) where it is not the running kernel."""
+    running = sysfs.read(root, "/proc/sys/kernel/osrelease")
+    writes = len(gate.actions)
+    if _proxmox_host(root):
+        current = _pinned()
+        wanted = (saved or {}).get("pinned")
+        if current != wanted:
+            gate.run_or_fail(["proxmox-boot-tool", "kernel", "pin", wanted] if wanted else
+                             ["proxmox-boot-tool", "kernel", "unpin"])
+        after = "pinned " + wanted if wanted else "no pinned kernel (the newest boots)"
+        release = wanted if gate.check_mode else default_release(root, gate.runner)["release"]
+        return {"changed": len(gate.actions) > writes, "before": "pinned " + current if current else "no pinned kernel",
+                "after": after, "loader": "proxmox-boot-tool", "running": running,
+                "reboot_required": bool(release) and release != running,
+                "msg": "proxmox-boot-tool: %s, as before infertune" % after}
+    grub = (saved or {}).get("loader", "grub") == "grub"
+    dropin_now = _content(root, DROPIN)
+    dropin_after = saved.get("dropin") if saved and grub else None
+    if saved is None and dropin_now is not None and not dropin_now.startswith("# managed by infertune"):
+        dropin_after = dropin_now
+    env_now = grubcfg.read_env(root)
+    entry_now = env_now.get("saved_entry")
+    entry_after = saved.get("saved_entry") if saved and grub else entry_now
+    setting, spec, entry = _next_default(root, dropin_after, entry_after)
+    release = _release_of(entry["linux"]) if entry else None
+    problem = _not_booting(root, release, running)
+    if problem:
+        raise TuningError("the default boot entry would go back to %s (GRUB_DEFAULT %s), where the NVIDIA module will"
+                          " not load: %s; or keep the entry: --skip-tags boot_kernel" % (release, spec, problem))
+    setting_now = _next_default(root, dropin_now, entry_now)[0]
+    before = "GRUB_DEFAULT=%s, boots %s" % (setting_now, default_release(root, gate.runner)["release"] or "an unknown kernel")
+    if dropin_now != dropin_after:
+        if dropin_after is None:
+            gate.remove(sysfs.path(root, DROPIN))
+        else:
+            gate.write_file(sysfs.path(root, DROPIN), dropin_after)
+    envfile = sysfs.path(root, grubcfg.GRUBENV)
+    if entry_now != entry_after:
+        if entry_after:
+            gate.run_or_fail(["grub-set-default", "--boot-directory=%s" % sysfs.path(root, "/boot"), entry_after])
+        else:
+            gate.run_or_fail(["grub-editenv", envfile, "unset", "saved_entry"])
+    # grubenv made by infertune's grub-set-default holds nothing else: gone, as it was.
+    if saved and grub and not saved.get("grubenv") and not entry_after and os.path.exists(envfile) and not (
+            set(env_now) - {"saved_entry"}):
+        gate.remove(envfile)
+    if dropin_now != dropin_after:
+        gate.run_or_fail(["update-grub"])
+    if not gate.check_mode:
+        release = default_release(root, gate.runner)["release"]
+    after = "GRUB_DEFAULT=%s, boots %s" % (setting, release or "an unknown kernel")
+    msg = "grub boots %s by default, as before infertune (GRUB_DEFAULT=%s%s)" % (
+        release or "an unknown kernel", setting, ": saved entry %s" % spec if setting == "saved" else "")
+    if saved is None:
+        msg += "; no record of grubenv's saved entry before infertune: left %s" % (entry_now or "unset")
+    changed = len(gate.actions) > writes
+    return {"changed": changed, "before": before, "after": after, "differs": "%s -> %s" % (before, after) if changed else "",
+            "loader": "grub", "running": running, "reboot_required": bool(release) and release != running, "msg": msg}
+
+
 KIND = Kind("boot_kernel", _apply, {"release": (str, REQUIRED)}, say=lambda value: "default entry %s" % value,
-            nothing="default entry unknown")
+            nothing="default entry unknown", original=original,
+            revert=lambda root, a, saved, gate: revert_boot_kernel(root, saved, gate))

@@ -21,7 +21,7 @@ HEADER = ("# managed by infertune (kernel_cmdline): the full %s, so parameters s
           "# in /etc/default/grub can be replaced or removed without editing that file.\n" % VARIABLE)
 
 # Sources the files in the order update-grub does and prints the resulting value.
-_SOURCE_SCRIPT = 'unset %s; for f in "$@"; do . "$f" || exit 1; done; printf %%s "$%s"' % (VARIABLE, VARIABLE)
+_SOURCE_SCRIPT = 'unset {0}; for f in "$@"; do . "$f" || exit 1; done; printf %s "${0}"'
 
 
 def split(cmdline):
@@ -52,11 +52,12 @@ def merge(current, params, remove):
     return result
 
 
-def source_value(files, preset=None):
-    """GRUB_CMDLINE_LINUX_DEFAULT after sourcing files with sh, as update-grub would."""
-    script = _SOURCE_SCRIPT
+def source_value(files, preset=None, variable=VARIABLE):
+    """GRUB_CMDLINE_LINUX_DEFAULT (or another variable of GRUB's: GRUB_DEFAULT) after sourcing files
+    with sh, as update-grub would."""
+    script = _SOURCE_SCRIPT.format(variable)
     if preset is not None:
-        script = script.replace("unset %s;" % VARIABLE, "%s=%s;" % (VARIABLE, shlex.quote(preset)))
+        script = script.replace("unset %s;" % variable, "%s=%s;" % (variable, shlex.quote(preset)))
     rc, out, err = run(["sh", "-c", script, "sh"] + files)
     if rc != 0:
         raise TuningError("sourcing %s failed: %s" % (" ".join(files), err.strip()))
@@ -248,8 +249,77 @@ def _change(before, after, differs):
     return "; ".join(parts) or None
 
 
+def _content(root, rel):
+    target = sysfs.path(root, rel)
+    if not os.path.exists(target):
+        return None
+    with open(target) as handle:
+        return handle.read()
+
+
+def original(root, args):
+    """The file the knob writes, as it was: /etc/kernel/cmdline's content (systemd-boot), or the
+    GRUB drop-in's (None: absent, as before a first run)."""
+    target = KERNEL_CMDLINE if os.path.exists(sysfs.path(root, KERNEL_CMDLINE)) else args["dropin"]
+    return {"files": {target: _content(root, target)}}
+
+
+def revert_cmdline(root, dropin, update, saved, gate):
+    """The GRUB drop-in removed (or given back what it held before infertune), update-grub; on
+    systemd-boot /etc/kernel/cmdline given back its recorded content (no record: left, since the
+    tokens there before infertune are not known). The running kernel's command line differs from
+    the next boot's until a reboot (reboot_required)."""
+    systemd_boot = os.path.exists(sysfs.path(root, KERNEL_CMDLINE))
+    files = dict((saved or {}).get("files") or {})
+    if not systemd_boot:
+        files.setdefault(dropin, None)
+    grub_file = sysfs.path(root, GRUB_DEFAULT_FILE)
+    head = [grub_file] if os.path.exists(grub_file) else []
+    cfgs = sorted(glob.glob(os.path.join(sysfs.path(root, GRUB_DROPIN_DIR), "*.cfg")))
+    before = (sysfs.read(root, KERNEL_CMDLINE) or "") if systemd_boot else source_value(head + cfgs)
+    changed, gone, diffs = [], [], []
+    for rel, content in sorted(files.items()):
+        old = _content(root, rel)
+        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
+            continue
+        if content is None:
+            gate.remove(sysfs.path(root, rel))
+        else:
+            gate.write_file(sysfs.path(root, rel), content)
+        gone.append(sysfs.path(root, rel))
+        changed.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
+        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    if systemd_boot:
+        after = " ".join(split(files.get(KERNEL_CMDLINE))) if KERNEL_CMDLINE in files else before
+    elif gate.check_mode:
+        # The drop-ins as they will be (one given back its own content is read as gone: the case of a
+        # file of that name before infertune's first run, which no default makes).
+        after = source_value(head + [p for p in cfgs if p not in gone])
+    else:
+        after = source_value(head + sorted(glob.glob(os.path.join(sysfs.path(root, GRUB_DROPIN_DIR), "*.cfg"))))
+    if changed and update:
+        if not systemd_boot:
+            gate.run_or_fail(["update-grub"])
+        elif shutil.which("proxmox-boot-tool"):
+            gate.run_or_fail(["proxmox-boot-tool", "refresh"])
+    running = sysfs.read(root, "/proc/cmdline") or ""
+    missing, lingering, compared = pending_reboot(root, running, [], [], before, after, systemd_boot)
+    msg = ", ".join(changed) if changed else "no command line file of infertune's"
+    if systemd_boot and saved is None:
+        msg = "no record of %s before infertune: left as it is (%s)" % (KERNEL_CMDLINE, before)
+    msg += "; configured command line: %s" % after
+    if missing or lingering:
+        msg += "; the running kernel's differs from the next boot's (%s): %s" % (compared, "; ".join(filter(None, [
+            "not running " + " ".join(missing) if missing else "",
+            "still running " + " ".join(lingering) + " (not configured)" if lingering else ""])))
+    return {"changed": bool(changed), "before": before, "after": after, "running": running,
+            "reboot_required": bool(missing or lingering), "missing": missing, "lingering": lingering, "diff": diffs,
+            "msg": msg}
+
+
 KIND = Kind("kernel_cmdline", _apply,
             {"params": (list, REQUIRED), "vendor_params": (dict, None), "fabric": (dict, None), "remove": (list, []),
              "dropin": (str, REQUIRED), "update": (bool, True)},
             nothing="no parameters", change=_change,
-            makers={"cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key})
+            makers={"cmdline_param": cmdline_param, "cmdline_remove_key": cmdline_remove_key}, original=original,
+            revert=lambda root, a, saved, gate: revert_cmdline(root, a["dropin"], a["update"], saved, gate))

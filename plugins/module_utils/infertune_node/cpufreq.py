@@ -95,6 +95,60 @@ def apply_policy(root, governor, epp, gate):
     return result
 
 
+def original(root, args):
+    """{cpu: {driver, governor, epp}} of every CPU with a cpufreq policy."""
+    return {s["cpu"]: {"driver": s["driver"], "governor": s["governor"], "epp": s["epp"]} for s in read_all(root)}
+
+
+def revert_policy(root, saved, gate):
+    """Each CPU's governor, then its EPP, back to the recorded ones. A CPU recorded under another
+    cpufreq driver than it runs now (the command line's amd_pstate= went back and the host booted)
+    is left: that boot gave it the kernel's own policy. Without a record the policy is left: the
+    kernel's default governor depends on its build."""
+    states = read_all(root)
+    result = {"changed": False, "before": _aggregate(states) if states else {}, "cpus": len(states)}
+    if not states:
+        return dict(result, after={}, runtime_pending=False, msg="no cpufreq policy on this host")
+    if saved is None:
+        return dict(result, after=result["before"], runtime_pending=False, msg="governor and EPP left as they are (%s):"
+                    " no record of them before infertune" % words.cpu_counts(result["before"], {"epp": "EPP"}))
+    writes_before, changes, stale, after = len(gate.actions), [], [], []
+    for state in states:
+        recorded = saved.get(state["cpu"])
+        if not recorded or recorded.get("driver") != state["driver"]:
+            stale.append(state["cpu"])
+            after.append(dict(state))
+            continue
+        base = _policy_dir(state["cpu"])
+        governor, epp = recorded.get("governor"), recorded.get("epp")
+        if governor and state["governor"] != governor:
+            if governor not in state["governors_available"]:
+                raise TuningError("%s: the governor before infertune, %r, is not available now (%s)"
+                                  % (state["cpu"], governor, " ".join(state["governors_available"])))
+            gate.write_sysfs(sysfs.path(root, base + "/scaling_governor"), governor)
+            changes.append((state["cpu"], "governor", state["governor"], governor))
+        current = state["epp"] if gate.check_mode else sysfs.read(root, base + "/energy_performance_preference")
+        # The kernel fixes EPP under the performance governor (it refuses a write: EBUSY).
+        if epp and current is not None and current != epp and governor != "performance":
+            gate.write_sysfs(sysfs.path(root, base + "/energy_performance_preference"), epp)
+            changes.append((state["cpu"], "epp", current, epp))
+        after.append(dict(state, governor=governor or state["governor"],
+                          epp=epp if epp and current is not None and governor != "performance" else current))
+    if not gate.check_mode:
+        after = read_all(root)
+        wrong = ["%s %s" % (s["cpu"], s["governor"]) for s in after if s["cpu"] in saved and s["cpu"] not in stale
+                 and saved[s["cpu"]].get("governor") not in (None, s["governor"])]
+        if wrong:
+            raise TuningError("governor did not go back on %s" % ", ".join(wrong))
+    msg = "governor and EPP as before infertune on %d CPUs" % (len(states) - len(stale))
+    if stale:
+        msg += "; %s left: recorded under another cpufreq driver than %s runs (this boot gave the kernel's own)" % (
+            differs.names(stale), ", ".join(sorted({s["driver"] for s in states if s["cpu"] in stale})))
+    return dict(result, changed=len(gate.actions) > writes_before, after=_aggregate(after),
+                differs=differs.elements(changes, len(states)), runtime_pending=len(gate.actions) > writes_before, msg=msg)
+
+
 KIND = Kind("cpufreq_policy", lambda root, a, gate: apply_policy(root, a["governor"], a["epp"], gate),
             {"governor": (str, REQUIRED), "epp": (str, None)},
-            say=words.mapping(lambda value: words.cpu_counts(value, {"epp": "EPP"})))
+            say=words.mapping(lambda value: words.cpu_counts(value, {"epp": "EPP"})),
+            original=original, revert=lambda root, a, saved, gate: revert_policy(root, saved, gate))

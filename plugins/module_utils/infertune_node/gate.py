@@ -5,6 +5,7 @@ command through one Gate. In check mode the Gate only records what it would
 have done, so `changed` stays honest while nothing on disk moves.
 """
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -56,6 +57,21 @@ class Gate:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise TuningError("cannot write %s: %s" % (path, exc.strerror)) from exc
+
+    def remove(self, path):
+        """Remove a file, a link or a directory tree of infertune's own; one already gone is no action."""
+        if not os.path.lexists(path):
+            return
+        self.actions.append("remove %s" % path)
+        if self.check_mode:
+            return
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError as exc:
+            raise TuningError("cannot remove %s: %s" % (path, exc.strerror)) from exc
 
     def run(self, argv):
         """Run a state-changing command; in check mode return None without running it."""

@@ -86,8 +86,13 @@ def _matches(step, part):
 def default_entry(text, env):
     """The menu entry GRUB boots by default: the spec resolved level by level (position, title or id,
     "submenu>entry"); GRUB falls back to the first entry when it names none."""
+    return resolve(text, default_spec(text, env))
+
+
+def resolve(text, spec):
+    """The menu entry a default spec names (as default_entry resolves it), or the first entry."""
     menu = entries(text)
-    parts = default_spec(text, env).split(">")
+    parts = str(spec).split(">")
     for entry in menu:
         if len(entry["trail"]) == len(parts) and all(map(_matches, entry["trail"], parts)):
             return entry

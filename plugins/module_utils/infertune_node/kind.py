@@ -2,7 +2,8 @@
 (read, compare, write through the gate, which predicts under check mode), the arguments a catalog
 entry gives it, how its values read in the report, and the rule makers its variables' validation
 may name. kinds.py, generated from the modules that define KIND, is the registry every caller
-reads: the knob module, the plan, the boot-time tool, the report and the input validation."""
+reads: the knob module, the plan, the boot-time tool, the report and the input validation. Its third
+verb, revert, puts back what the host had before infertune (original.py keeps the record)."""
 import copy
 
 
@@ -62,9 +63,19 @@ class Kind:
     returning a Rule} for the input validation of the variables its catalog entries read.
     observe(args) and judge(args, output): a kind that verifies itself gives the shell command that
     reads what its knob set on a host and the problems in that output ([] when set as asked);
-    tests/verify/test_kinds.py runs them as test_<name>, apart from apply's code."""
+    tests/verify/test_kinds.py runs them as test_<name>, apart from apply's code.
 
-    def __init__(self, name, apply, args, say=None, nothing=None, change=None, makers=None, observe=None, judge=None):
+    revert(root, args, saved, gate): the host put back as it was before infertune, a result in
+    apply's shape (changed, before, after, msg; reboot_required where the next boot differs from what
+    runs, runtime_pending where the running host changes), check mode through the gate, and
+    idempotent; saved is what original(root, args) recorded before the knob's first change (None:
+    nothing was recorded; revert then falls back to the kernel's default where it is knowable, else
+    leaves the value and says so); a kind that leaves something (deb_package, its package) says so in
+    its msg. original: None for a kind whose revert needs no record of its own (apt_hold keeps its
+    holds, deb_package leaves the package)."""
+
+    def __init__(self, name, apply, args, say=None, nothing=None, change=None, makers=None, observe=None, judge=None,
+                 revert=None, original=None):
         self.name = name
         self.apply = apply
         self.args = dict(args)
@@ -74,6 +85,8 @@ class Kind:
         self.makers = dict(makers or {})
         self.observe = observe
         self.judge = judge
+        self.revert = revert
+        self.original = original
 
     def arguments(self, given):
         """The arguments checked against the schema and coerced to its types; ValueError names the

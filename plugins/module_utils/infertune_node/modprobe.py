@@ -141,7 +141,73 @@ def _flag_reload(result):
     return result
 
 
+def _content(root, path):
+    target = sysfs.path(root, path)
+    if not os.path.exists(target):
+        return None
+    with open(target) as handle:
+        return handle.read()
+
+
+def parse(content):
+    """{module: {parameter: value}} of a file's `options` lines."""
+    found = {}
+    for line in (content or "").splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and fields[0] == "options":
+            found.setdefault(fields[1], {}).update(w.split("=", 1) for w in fields[2:] if "=" in w)
+    return found
+
+
+def original(root, args):
+    """The options file's content (None: absent) and the running value of each option it sets, of
+    the modules loaded."""
+    running = {}
+    for module, params in sorted((args["options"] or {}).items()):
+        sys_name = module.replace("-", "_")
+        values = {param: sysfs.read(root, "/sys/module/%s/parameters/%s" % (sys_name, param)) for param in params or {}}
+        values = {param: value for param, value in values.items() if value is not None}
+        if values:
+            running[module] = values
+    return {"files": {args["path"]: _content(root, args["path"])}, "live": running}
+
+
+def revert_options(root, path, saved, gate):
+    """The options file removed (or given back what it held before infertune). A loaded module that
+    runs with one of its options, where the record says it ran otherwise (or there is no record),
+    keeps it until it is loaded again: the next boot (reboot_required)."""
+    files = dict((saved or {}).get("files") or {})
+    files.setdefault(path, None)
+    live = (saved or {}).get("live") or {}
+    changed, diffs, pending = [], [], []
+    for rel, content in sorted(files.items()):
+        old = _content(root, rel)
+        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
+            continue
+        for module, params in sorted(parse(old).items()):
+            for param, value in sorted(params.items()):
+                running = sysfs.read(root, "/sys/module/%s/parameters/%s" % (module.replace("-", "_"), param))
+                was = live.get(module, {}).get(param)
+                if running is not None and normalize(running) == normalize(value) and (
+                        was is None or normalize(was) != normalize(value)):
+                    pending.append("%s.%s" % (module, param))
+        if content is None:
+            gate.remove(sysfs.path(root, rel))
+        else:
+            gate.write_file(sysfs.path(root, rel), content)
+        changed.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
+        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    before = "".join(_content(root, rel) or "" for rel in sorted(files))
+    msg = ", ".join(changed) if changed else "no options file of infertune's"
+    if pending:
+        msg += "; a loaded module runs with infertune's %s until the next boot" % ", ".join(pending)
+    return {"changed": bool(changed), "before": before, "after": "".join(files[rel] or "" for rel in sorted(files)),
+            "differs": msg if changed else "", "path": path, "diff": diffs, "reboot_required": bool(pending),
+            "modprobe_options_reload_required": bool(pending), "msg": msg}
+
+
 KIND = Kind("modprobe_options", lambda root, a, gate: _flag_reload(apply_options(root, a["options"], a["path"], gate)),
             {"options": (dict, REQUIRED), "path": (str, REQUIRED)},
             say=lambda value: words.lines(value) or "no options", nothing="no options file",
-            makers={"module_options": module_options})
+            makers={"module_options": module_options}, original=original,
+            revert=lambda root, a, saved, gate: revert_options(root, a["path"], saved, gate))

@@ -136,5 +136,14 @@ def plan_package(root, name, gate, candidate=None, variables=None):
                               "to be installed with apt (%s)" % found[0] if found else "to be installed with apt")}
 
 
+def revert_package(root, name):
+    """No change: a revert removes no package (the kernel the host may run, its modules), and says so."""
+    version = installed_version(root, name)
+    return {"changed": False, "before": version, "after": version,
+            "msg": ("%s %s left installed: revert removes no package (apt remove it once nothing boots it)" % (name, version)
+                    if version else "%s is not installed" % name)}
+
+
 KIND = Kind("deb_package", lambda root, a, gate: plan_package(root, a["name"], gate, variables=a["variables"]),
-            {"name": (str, REQUIRED), "variables": (dict, None)}, nothing="not installed")
+            {"name": (str, REQUIRED), "variables": (dict, None)}, nothing="not installed",
+            revert=lambda root, a, saved, gate: revert_package(root, a["name"]))

@@ -174,6 +174,39 @@ def apply_mrrs(root, value, vendor, classes, gate, setpci=None):
             "devices": len(devices), "msg": msg}
 
 
+def original(root, args):
+    """{device: MaxReadReq in bytes} of the devices the knob selects."""
+    return {bdf: read_mrrs(root, bdf) for bdf in find_devices(root, args["vendor"], args["classes"])}
+
+
+def revert_mrrs(root, vendor, classes, saved, gate, setpci=None):
+    """Each recorded device's MaxReadReq back to what it had (the same masked write as apply's).
+    Without a record it is left: firmware sets it at boot, and no kernel default says what it was."""
+    prefix = setpci or setpci_prefix(root)
+    if saved is None:
+        values = {bdf: read_mrrs(root, bdf) for bdf in find_devices(root, vendor, classes)}
+        return {"changed": False, "before": values, "after": values, "devices": len(values), "runtime_pending": False,
+                "msg": "no record of MaxReadReq before infertune: left as it is (the next boot's is the firmware's)"}
+    present = [bdf for bdf in sorted(saved) if os.path.exists(sysfs.path(root, "%s/%s/config" % (PCI_DEVICES, bdf)))]
+    before = {bdf: read_mrrs(root, bdf) for bdf in present}
+    after = {}
+    for bdf in present:
+        value = int(saved[bdf])
+        if before[bdf] != value:
+            result = gate.run(prefix + ["-s", bdf, "CAP_EXP+8.w=%04x:%04x" % (encode(value), MRRS_MASK)])
+            if result is not None and result[0] != 0:
+                raise refused(root, bdf, "MaxReadReq", result[2].strip() or "rc=%d" % result[0])
+        after[bdf] = value if gate.check_mode else read_mrrs(root, bdf)
+        if after[bdf] != value:
+            raise refused(root, bdf, "MaxReadReq", "read back %d bytes after writing %d" % (after[bdf], value))
+    changed = before != after
+    msg = "MaxReadReq as before infertune on %d device(s)" % len(present) + "".join(
+        "; %s recorded but gone" % bdf for bdf in sorted(set(saved) - set(present)))
+    return {"changed": changed, "before": before, "after": after, "devices": len(present), "runtime_pending": changed,
+            "msg": msg}
+
+
 KIND = Kind("pcie_mrrs", lambda root, a, gate: apply_mrrs(root, a["value"], a["vendor"], a["classes"], gate),
             {"value": (int, REQUIRED), "vendor": (str, NVIDIA), "classes": (list, list(GPU_CLASSES))},
-            say=words.mapping(lambda value: words.per_device(value, lambda n: "%s bytes" % n, "device")))
+            say=words.mapping(lambda value: words.per_device(value, lambda n: "%s bytes" % n, "device")),
+            original=original, revert=lambda root, a, saved, gate: revert_mrrs(root, a["vendor"], a["classes"], saved, gate))

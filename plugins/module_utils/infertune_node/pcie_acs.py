@@ -95,6 +95,41 @@ def apply_acs(root, vendor, classes, force, gate, setpci=None):
             "after": {b: _hex(v) for b, v in after.items()}, "ports": len(ports), "without_acs": without, "msg": msg}
 
 
+def original(root, args):
+    """{port: ACS Control} of every port above the GPUs that has the capability."""
+    control = {bdf: acs_control(root, bdf) for bdf in gpu_ports(root, args["vendor"], args["classes"])}
+    return {bdf: value for bdf, value in control.items() if value is not None}
+
+
+def revert_acs(root, vendor, classes, saved, gate, setpci=None):
+    """The redirect bits (2 and 3, and no other) of each recorded port back to what they were.
+    Without a record they are left: the kernel sets them at boot as its IOMMU setup asks, which
+    no file says."""
+    prefix = setpci or pcie.setpci_prefix(root)
+    if saved is None:
+        values = {bdf: _hex(value) for bdf, value in original(root, {"vendor": vendor, "classes": classes}).items()}
+        return {"changed": False, "before": values, "after": values, "runtime_pending": False,
+                "msg": "no record of ACS Control before infertune: left as it is (the next boot sets what the kernel sets)"}
+    present = [bdf for bdf in sorted(saved) if os.path.exists(sysfs.path(root, "%s/%s/config" % (pcie.PCI_DEVICES, bdf)))]
+    before = {bdf: acs_control(root, bdf) for bdf in present}
+    after = {}
+    for bdf in present:
+        want = (before[bdf] & ~REDIRECT) | (int(saved[bdf]) & REDIRECT)
+        if before[bdf] != want:
+            result = gate.run(prefix + ["-s", bdf, "ECAP_ACS+%d.w=%04x:%04x" % (CONTROL, want & REDIRECT, REDIRECT)])
+            if result is not None and result[0] != 0:
+                raise pcie.refused(root, bdf, "ACS Control", result[2].strip() or "rc=%d" % result[0])
+        after[bdf] = want if gate.check_mode else acs_control(root, bdf)
+        if after[bdf] != want:
+            raise pcie.refused(root, bdf, "ACS Control", "read back %s after restoring the redirect bits of %s"
+                               % (_hex(after[bdf]), _hex(int(saved[bdf]))))
+    msg = "ACS redirect as before infertune on %d port(s)" % len(present) + "".join(
+        "; %s recorded but gone" % bdf for bdf in sorted(set(saved) - set(present)))
+    return {"changed": before != after, "before": {b: _hex(v) for b, v in before.items()},
+            "after": {b: _hex(v) for b, v in after.items()}, "runtime_pending": before != after, "msg": msg}
+
+
 KIND = Kind("pcie_acs", lambda root, a, gate: apply_acs(root, a["vendor"], a["classes"], a["force"], gate),
             {"vendor": (str, pcie.NVIDIA), "classes": (list, list(pcie.GPU_CLASSES)), "force": (bool, False)},
-            say=words.mapping(lambda value: words.per_device(value, words.acs, "port")))
+            say=words.mapping(lambda value: words.per_device(value, words.acs, "port")),
+            original=original, revert=lambda root, a, saved, gate: revert_acs(root, a["vendor"], a["classes"], saved, gate))

@@ -121,6 +121,61 @@ def _change(before, after, differs):
     return "; ".join(changed) if changed else "%s live; %s" % (_say(after), differs or "sysctl.d file rewritten")
 
 
+def _content(root, path):
+    target = sysfs.path(root, path)
+    if not os.path.exists(target):
+        return None
+    with open(target) as handle:
+        return handle.read()
+
+
+def original(root, args):
+    """The sysctl.d file's content (None: absent) and the running value of each sysctl, as read."""
+    names = [str(item["name"]) for item in args["settings"] if NAME.fullmatch(str(item["name"]))]
+    return {"files": {args["path"]: _content(root, args["path"])},
+            "live": {name: sysfs.read(root, proc_path(name)) for name in names
+                     if sysfs.read(root, proc_path(name)) is not None}}
+
+
+def revert_sysctls(root, path, saved, gate):
+    """The sysctl.d file removed (or given back what it held before infertune), then each recorded
+    sysctl's running value written back. Without a record the running values are left: the next boot
+    gives what the other sysctl.d files, or the kernel, say."""
+    files = dict((saved or {}).get("files") or {})
+    files.setdefault(path, None)
+    changed_files, diffs = [], []
+    for rel, content in sorted(files.items()):
+        old = _content(root, rel)
+        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
+            continue
+        if content is None:
+            gate.remove(sysfs.path(root, rel))
+        else:
+            gate.write_file(sysfs.path(root, rel), content)
+        changed_files.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
+        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    live = (saved or {}).get("live") or {}
+    before = {name: sysfs.read(root, proc_path(name)) for name in live}
+    differing = [name for name, value in live.items() if before[name] is not None and not _same(before[name], value)]
+    for name in differing:
+        gate.write_sysfs(sysfs.path(root, proc_path(name)), live[name] + "\n")
+    after = {name: (live[name] if name in differing and gate.check_mode else sysfs.read(root, proc_path(name)))
+             for name in live}
+    wrong = ["%s reads %s after writing %s" % (n, after[n], live[n]) for n in differing if not _same(after[n], live[n])]
+    if wrong:
+        raise TuningError("; ".join(wrong))
+    msg = (", ".join(changed_files) if changed_files else "no sysctl.d file of infertune's") + (
+        "; %d sysctl%s as before infertune" % (len(live), "" if len(live) == 1 else "s") if saved is not None
+        else "; running values left as they are: no record of them before infertune (the next boot gives the"
+             " other sysctl.d files' or the kernel's)")
+    result = {"changed": bool(differing or changed_files), "before": before, "after": after,
+              "runtime_pending": bool(differing), "path": path, "diff": diffs, "msg": msg}
+    if changed_files and not differing:
+        result["differs"] = ", ".join(changed_files)
+    return result
+
+
 KIND = Kind("sysctl", lambda root, a, gate: apply_sysctls(root, a["settings"], a["path"], gate),
             {"settings": (list, REQUIRED), "path": (str, REQUIRED)}, say=_say, change=_change,
-            makers={"sysctl_settings": sysctl_settings})
+            makers={"sysctl_settings": sysctl_settings}, original=original,
+            revert=lambda root, a, saved, gate: revert_sysctls(root, a["path"], saved, gate))

@@ -171,6 +171,48 @@ def sysfs_settings():
     return Rule(doc, check)
 
 
+def original(root, args):
+    """{file: what it is set to} of every file the settings name."""
+    found = {}
+    for setting in (_checked(setting) for setting in args["settings"]):
+        for path in matches(root, setting):
+            text = sysfs.read(root, path)
+            if text is not None:
+                found[path] = current(text)
+    return found
+
+
+def revert_settings(root, settings, saved, gate):
+    """Each recorded file back to what it was set to, written and read back. A file no record names
+    is left: the kernel's default of an attribute is known only to the kernel (the next boot gives it)."""
+    drains = {}
+    for setting in (_checked(setting) for setting in settings):
+        for path in matches(root, setting):
+            drains[path] = setting.get("drain", True) not in (False, "false", "no", "0")
+    recorded = {path: str(value) for path, value in (saved or {}).items() if sysfs.read(root, path) is not None}
+    before = {path: current(sysfs.read(root, path)) for path in sorted(set(recorded) | set(drains))
+              if sysfs.read(root, path) is not None}
+    todo = [path for path in sorted(recorded) if before[path] != recorded[path]]
+    for path in todo:
+        gate.write_sysfs(sysfs.path(root, path), recorded[path] + "\n")
+    after = dict(before)
+    for path in todo:
+        after[path] = recorded[path] if gate.check_mode else current(sysfs.read(root, path))
+    wrong = ["%s reads %s after writing %s" % (path, after[path], recorded[path]) for path in todo
+             if after[path] != recorded[path]]
+    if wrong:
+        raise TuningError("the kernel did not take it: " + "; ".join(wrong))
+    left = sorted(set(before) - set(recorded))
+    msg = "%d sysfs attribute(s) as before infertune" % len(recorded)
+    if left:
+        msg += "; %s left as %s: no record of %s before infertune" % (
+            ", ".join(left), "it is" if len(left) == 1 else "they are", "it" if len(left) == 1 else "them")
+    return {"changed": bool(todo), "before": before, "after": after, "runtime_pending": bool(todo),
+            # A file the settings no longer name drains: its effect on a running server is not known.
+            "disturbs": any(drains.get(path, True) for path in todo), "msg": msg}
+
+
 KIND = Kind("sysfs", lambda root, a, gate: apply_settings(root, a["settings"], gate), {"settings": (list, REQUIRED)},
             say=words.mapping(lambda value: words.per_device(value, str, "attribute")),
-            makers={"sysfs_settings": sysfs_settings}, observe=observe, judge=judge)
+            makers={"sysfs_settings": sysfs_settings}, observe=observe, judge=judge, original=original,
+            revert=lambda root, a, saved, gate: revert_settings(root, a["settings"], saved, gate))

@@ -149,7 +149,103 @@ def apply_unit(root, unit, files, enabled, started, gate, wanted_by=None, drop_e
                                else "files in place" if files else "%(enabled)s, %(active)s" % after)}
 
 
+def _ours(unit, files, wanted_by, drop_exec_args):
+    """The paths the knob writes: its files, or a packaged unit's drop-in."""
+    paths = [str(spec["path"]) for spec in files]
+    if not files and (wanted_by or drop_exec_args):
+        paths.append("%s/%s.d/infertune.conf" % (SYSTEM_DIR, unit))
+    return paths
+
+
+def _wants(unit, wanted_by):
+    return "%s/%s.wants/%s" % (SYSTEM_DIR, wanted_by, unit) if wanted_by else None
+
+
+def _missing_dirs(root, path):
+    """The directories above path that do not exist yet, outermost first."""
+    missing, directory = [], os.path.dirname(path)
+    while directory not in ("/", "") and not os.path.isdir(sysfs.path(root, directory)):
+        missing.insert(0, directory)
+        directory = os.path.dirname(directory)
+    return missing
+
+
+def original(root, args, runner=None):
+    """The unit's enablement and state, the directories the knob's files create, and whether the
+    .wants link existed. The files themselves are infertune's by their names (a unit of its own, its
+    tool and library, a drop-in named infertune.conf): revert removes them."""
+    gate = Gate(check_mode=True, runner=runner)
+    paths = _ours(args["unit"], args["files"], args["wanted_by"], args["drop_exec_args"])
+    wants = _wants(args["unit"], args["wanted_by"])
+    return {"enabled": _state(gate, "is-enabled", args["unit"]), "active": _state(gate, "is-active", args["unit"]),
+            "dirs": {directory: True for path in paths for directory in _missing_dirs(root, path)},
+            "wants": {wants: os.path.lexists(sysfs.path(root, wants))} if wants else {}}
+
+
+def _removable(path):
+    """A path revert may remove whole: absolute, normalized, below a top-level directory."""
+    if not isinstance(path, str) or not path.startswith("/") or os.path.normpath(path) != path or path.count("/") < 2:
+        raise TuningError("remove: %r is not an absolute path below a top-level directory" % (path,))
+    return path
+
+
+def revert_unit(root, unit, files, wanted_by, drop_exec_args, remove, saved, gate):
+    """A unit of infertune's own (files of ours) stopped, disabled and its files removed, with the
+    directories they created and the paths its program wrote (remove); a packaged unit's drop-in and
+    .wants link of ours removed, its enablement and state back to the recorded ones (restarted as
+    shipped where it ran and its drop-in went). daemon-reload after any file. Without a record the
+    files of ours go; a packaged unit's enablement, state and .wants link, and the directories, are
+    left."""
+    if root not in ("/", ""):
+        raise TuningError("unit %s: systemctl manages the running system only" % unit)
+    own = bool(files)
+    remove = [_removable(path) for path in remove]
+    writes = len(gate.actions)
+    before = {"enabled": _state(gate, "is-enabled", unit), "active": _state(gate, "is-active", unit)}
+    after = dict(before)
+    if own and before["active"] in RUNNING:
+        gate.run_or_fail(["systemctl", "stop", unit])
+        after["active"] = "inactive"
+    if own and before["enabled"] == "enabled":
+        gate.run_or_fail(["systemctl", "disable", unit])
+        after["enabled"] = "disabled"
+    touched = [path for path in _ours(unit, files, wanted_by, drop_exec_args) if os.path.lexists(sysfs.path(root, path))]
+    touched += [path for path, existed in sorted(((saved or {}).get("wants") or {}).items())
+                if not existed and os.path.lexists(sysfs.path(root, path))]
+    # Outermost first: a directory infertune made goes whole (a tool's __pycache__ with it).
+    for path in sorted(((saved or {}).get("dirs") or {}), key=len) + remove:
+        if os.path.lexists(sysfs.path(root, path)) and not any(path.startswith(gone + "/") for gone in touched):
+            touched.append(path)
+    for path in touched:
+        gate.remove(sysfs.path(root, path))
+    if touched:
+        gate.run_or_fail(["systemctl", "daemon-reload"])
+        if own:
+            after = {"enabled": MISSING[0], "active": "inactive"}
+    left = ""
+    if not own and saved is None:
+        left = "; its enablement and state left (%s): no record of them before infertune" % words.unit(before)
+    elif not own:
+        wanted = {key: saved.get(key, before[key]) for key in ("enabled", "active")}
+        if before["enabled"] != wanted["enabled"] and {before["enabled"], wanted["enabled"]} <= {"enabled", "disabled"}:
+            gate.run_or_fail(["systemctl", "enable" if wanted["enabled"] == "enabled" else "disable", unit])
+            after["enabled"] = wanted["enabled"]
+        if wanted["active"] in RUNNING and (before["active"] not in RUNNING or touched):
+            gate.run_or_fail(["systemctl", "restart", unit])
+            after["active"] = "active"
+        elif wanted["active"] not in RUNNING and before["active"] in RUNNING:
+            gate.run_or_fail(["systemctl", "stop", unit])
+            after["active"] = "inactive"
+    done = ("%s removed" % ", ".join(touched[:3]) + (" and %d more" % (len(touched) - 3) if len(touched) > 3 else "")
+            if touched else "no file of infertune's")
+    return {"changed": len(gate.actions) > writes, "before": before, "after": after, "files": touched,
+            "msg": "%s: %s%s" % (unit, done, left)}
+
+
 KIND = Kind("systemd_unit", lambda root, a, gate: apply_unit(root, a["unit"], a["files"], a["enabled"], a["started"],
                                                              gate, a["wanted_by"], a["drop_exec_args"]),
             {"unit": (str, REQUIRED), "files": (list, []), "enabled": (bool, True), "started": (bool, False),
-             "wanted_by": (str, None), "drop_exec_args": (list, None)}, say=words.mapping(words.unit))
+             "wanted_by": (str, None), "drop_exec_args": (list, None), "remove": (list, [])},
+            say=words.mapping(words.unit), original=original,
+            revert=lambda root, a, saved, gate: revert_unit(root, a["unit"], a["files"], a["wanted_by"],
+                                                            a["drop_exec_args"], a["remove"], saved, gate))
