@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs, original
+from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node import knobs, original, sysfs
 from ansible_collections.infertune.fleet.plugins.module_utils.infertune_node.gate import Gate, TuningError
 from fakehost import read, snapshot, write
 
@@ -139,3 +139,15 @@ def test_an_unreadable_record_fails_naming_it(amd128):
 def test_an_unknown_verb_is_refused(amd128):
     with pytest.raises(TuningError, match="unknown verb 'purge'"):
         knobs.run("cpufreq_policy", POLICY, Gate(), amd128, "runtime", "cpufreq", "purge")
+
+
+def test_a_file_is_recorded_as_written_and_an_absent_one_as_none(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "kept.conf").write_text("options nvidia x=1  \n\n")
+    assert sysfs.content(str(tmp_path), "/etc/kept.conf") == "options nvidia x=1  \n\n"
+    assert sysfs.content(str(tmp_path), "/etc/absent.conf") is None
+    # A file that is there but cannot be read is no absent file: it fails rather than being
+    # recorded as None (which revert would turn into removing it).
+    (tmp_path / "etc" / "unreadable.conf").mkdir()
+    with pytest.raises(OSError):
+        sysfs.content(str(tmp_path), "/etc/unreadable.conf")

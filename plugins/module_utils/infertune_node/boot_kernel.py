@@ -135,20 +135,13 @@ def _pinned():
     return pinned_kernel(out)
 
 
-def _content(root, rel):
-    target = sysfs.path(root, rel)
-    if not os.path.exists(target):
-        return None
-    with open(target) as handle:
-        return handle.read()
-
 
 def original(root, args):
     """What boots by default before infertune: Proxmox's pinned kernel, or GRUB's drop-in of ours
     (absent), whether grubenv existed and its saved entry."""
     if _proxmox_host(root):
         return {"loader": "proxmox-boot-tool", "pinned": _pinned()}
-    return {"loader": "grub", "dropin": _content(root, DROPIN), "saved_entry": grubcfg.saved_entry(root),
+    return {"loader": "grub", "dropin": sysfs.content(root, DROPIN), "saved_entry": grubcfg.saved_entry(root),
             "grubenv": os.path.exists(sysfs.path(root, grubcfg.GRUBENV))}
 
 
@@ -197,7 +190,7 @@ def revert_boot_kernel(root, saved, gate):
                 "reboot_required": bool(release) and release != running,
                 "msg": "proxmox-boot-tool: %s, as before infertune" % after}
     grub = (saved or {}).get("loader", "grub") == "grub"
-    dropin_now = _content(root, DROPIN)
+    dropin_now = sysfs.content(root, DROPIN)
     dropin_after = saved.get("dropin") if saved and grub else None
     if saved is None and dropin_now is not None and not dropin_now.startswith("# managed by infertune"):
         dropin_after = dropin_now

@@ -249,19 +249,12 @@ def _change(before, after, differs):
     return "; ".join(parts) or None
 
 
-def _content(root, rel):
-    target = sysfs.path(root, rel)
-    if not os.path.exists(target):
-        return None
-    with open(target) as handle:
-        return handle.read()
-
 
 def original(root, args):
     """The file the knob writes, as it was: /etc/kernel/cmdline's content (systemd-boot), or the
     GRUB drop-in's (None: absent, as before a first run)."""
     target = KERNEL_CMDLINE if os.path.exists(sysfs.path(root, KERNEL_CMDLINE)) else args["dropin"]
-    return {"files": {target: _content(root, target)}}
+    return {"files": {target: sysfs.content(root, target)}}
 
 
 def revert_cmdline(root, dropin, update, saved, gate):
@@ -279,7 +272,7 @@ def revert_cmdline(root, dropin, update, saved, gate):
     before = (sysfs.read(root, KERNEL_CMDLINE) or "") if systemd_boot else source_value(head + cfgs)
     changed, gone, diffs = [], [], []
     for rel, content in sorted(files.items()):
-        old = _content(root, rel)
+        old = sysfs.content(root, rel)
         if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
             continue
         if content is None:

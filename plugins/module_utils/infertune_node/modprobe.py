@@ -141,13 +141,6 @@ def _flag_reload(result):
     return result
 
 
-def _content(root, path):
-    target = sysfs.path(root, path)
-    if not os.path.exists(target):
-        return None
-    with open(target) as handle:
-        return handle.read()
-
 
 def parse(content):
     """{module: {parameter: value}} of a file's `options` lines."""
@@ -169,7 +162,7 @@ def original(root, args):
         values = {param: value for param, value in values.items() if value is not None}
         if values:
             running[module] = values
-    return {"files": {args["path"]: _content(root, args["path"])}, "live": running}
+    return {"files": {args["path"]: sysfs.content(root, args["path"])}, "live": running}
 
 
 def revert_options(root, path, saved, gate):
@@ -181,7 +174,7 @@ def revert_options(root, path, saved, gate):
     live = (saved or {}).get("live") or {}
     changed, diffs, pending = [], [], []
     for rel, content in sorted(files.items()):
-        old = _content(root, rel)
+        old = sysfs.content(root, rel)
         if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
             continue
         for module, params in sorted(parse(old).items()):
@@ -197,7 +190,7 @@ def revert_options(root, path, saved, gate):
             gate.write_file(sysfs.path(root, rel), content)
         changed.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
         diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
-    before = "".join(_content(root, rel) or "" for rel in sorted(files))
+    before = "".join(sysfs.content(root, rel) or "" for rel in sorted(files))
     msg = ", ".join(changed) if changed else "no options file of infertune's"
     if pending:
         msg += "; a loaded module runs with infertune's %s until the next boot" % ", ".join(pending)

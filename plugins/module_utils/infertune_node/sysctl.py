@@ -121,18 +121,11 @@ def _change(before, after, differs):
     return "; ".join(changed) if changed else "%s live; %s" % (_say(after), differs or "sysctl.d file rewritten")
 
 
-def _content(root, path):
-    target = sysfs.path(root, path)
-    if not os.path.exists(target):
-        return None
-    with open(target) as handle:
-        return handle.read()
-
 
 def original(root, args):
     """The sysctl.d file's content (None: absent) and the running value of each sysctl, as read."""
     names = [str(item["name"]) for item in args["settings"] if NAME.fullmatch(str(item["name"]))]
-    return {"files": {args["path"]: _content(root, args["path"])},
+    return {"files": {args["path"]: sysfs.content(root, args["path"])},
             "live": {name: sysfs.read(root, proc_path(name)) for name in names
                      if sysfs.read(root, proc_path(name)) is not None}}
 
@@ -145,7 +138,7 @@ def revert_sysctls(root, path, saved, gate):
     files.setdefault(path, None)
     changed_files, diffs = [], []
     for rel, content in sorted(files.items()):
-        old = _content(root, rel)
+        old = sysfs.content(root, rel)
         if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
             continue
         if content is None:

@@ -20,6 +20,17 @@ def read(root, rel):
         return None
 
 
+def content(root, rel):
+    """A configuration file's whole text as written, None where it does not exist (what a knob
+    records before its first write, and gives back at revert). Unlike read(), an unreadable file
+    raises: a record must not take a file it could not read for an absent one."""
+    target = path(root, rel)
+    if not os.path.exists(target):
+        return None
+    with open(target) as handle:
+        return handle.read()
+
+
 def read_int(root, rel):
     text = read(root, rel)
     try:
