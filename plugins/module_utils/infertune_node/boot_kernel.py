@@ -135,7 +135,6 @@ def _pinned():
     return pinned_kernel(out)
 
 
-
 def original(root, args):
     """What boots by default before infertune: Proxmox's pinned kernel, or GRUB's drop-in of ours
     (absent), whether grubenv existed and its saved entry."""

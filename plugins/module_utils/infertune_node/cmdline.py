@@ -249,7 +249,6 @@ def _change(before, after, differs):
     return "; ".join(parts) or None
 
 
-
 def original(root, args):
     """The file the knob writes, as it was: /etc/kernel/cmdline's content (systemd-boot), or the
     GRUB drop-in's (None: absent, as before a first run)."""

@@ -141,7 +141,6 @@ def _flag_reload(result):
     return result
 
 
-
 def parse(content):
     """{module: {parameter: value}} of a file's `options` lines."""
     found = {}

@@ -121,7 +121,6 @@ def _change(before, after, differs):
     return "; ".join(changed) if changed else "%s live; %s" % (_say(after), differs or "sysctl.d file rewritten")
 
 
-
 def original(root, args):
     """The sysctl.d file's content (None: absent) and the running value of each sysctl, as read."""
     names = [str(item["name"]) for item in args["settings"] if NAME.fullmatch(str(item["name"]))]
