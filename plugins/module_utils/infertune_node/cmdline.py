@@ -9,6 +9,7 @@ from collections import Counter
 from . import cpu, grubcfg, pcie_fabric, sysfs
 from .gate import TuningError, run
 from .kind import REQUIRED, Kind, Rule
+from .original import give_back
 
 GRUB_DEFAULT_FILE = "/etc/default/grub"
 GRUB_DROPIN_DIR = "/etc/default/grub.d"
@@ -269,18 +270,8 @@ def revert_cmdline(root, dropin, update, saved, gate):
     head = [grub_file] if os.path.exists(grub_file) else []
     cfgs = sorted(glob.glob(os.path.join(sysfs.path(root, GRUB_DROPIN_DIR), "*.cfg")))
     before = (sysfs.read(root, KERNEL_CMDLINE) or "") if systemd_boot else source_value(head + cfgs)
-    changed, gone, diffs = [], [], []
-    for rel, content in sorted(files.items()):
-        old = sysfs.content(root, rel)
-        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
-            continue
-        if content is None:
-            gate.remove(sysfs.path(root, rel))
-        else:
-            gate.write_file(sysfs.path(root, rel), content)
-        gone.append(sysfs.path(root, rel))
-        changed.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
-        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    changes, changed, diffs = give_back(root, files, saved, HEADER, gate)
+    gone = [sysfs.path(root, change[0]) for change in changes]
     if systemd_boot:
         after = " ".join(split(files.get(KERNEL_CMDLINE))) if KERNEL_CMDLINE in files else before
     elif gate.check_mode:

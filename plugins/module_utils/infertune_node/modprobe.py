@@ -5,6 +5,7 @@ import re
 
 from . import sysfs, words
 from .kind import REQUIRED, Kind, Rule, is_int
+from .original import give_back
 
 HEADER = ("# managed by infertune (modprobe_options): read when a module loads;\n"
           "# a module that is already loaded keeps its values until reload or reboot.\n")
@@ -171,24 +172,16 @@ def revert_options(root, path, saved, gate):
     files = dict((saved or {}).get("files") or {})
     files.setdefault(path, None)
     live = (saved or {}).get("live") or {}
-    changed, diffs, pending = [], [], []
-    for rel, content in sorted(files.items()):
-        old = sysfs.content(root, rel)
-        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
-            continue
-        for module, params in sorted(parse(old).items()):
+    changes, changed, diffs = give_back(root, files, saved, HEADER, gate)
+    pending = []
+    for change in changes:
+        for module, params in sorted(parse(change[1]).items()):
             for param, value in sorted(params.items()):
                 running = sysfs.read(root, "/sys/module/%s/parameters/%s" % (module.replace("-", "_"), param))
                 was = live.get(module, {}).get(param)
                 if running is not None and normalize(running) == normalize(value) and (
                         was is None or normalize(was) != normalize(value)):
                     pending.append("%s.%s" % (module, param))
-        if content is None:
-            gate.remove(sysfs.path(root, rel))
-        else:
-            gate.write_file(sysfs.path(root, rel), content)
-        changed.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
-        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
     before = "".join(sysfs.content(root, rel) or "" for rel in sorted(files))
     msg = ", ".join(changed) if changed else "no options file of infertune's"
     if pending:

@@ -70,6 +70,26 @@ def keep(root, name, kind, args, gate, apply):
                 gate.write_file(path(root, name), json.dumps(record, indent=1, sort_keys=True) + "\n", mode=0o600)
 
 
+def give_back(root, files, saved, header, gate):
+    """A record's files ({path: content, None where the file did not exist}) given back in path
+    order: each written as recorded, or removed. Without a record (saved None) a file there that
+    does not start with the kind's header is not infertune's, and is left. (changes, lines, diffs):
+    (path, content before, content given back) per file changed, its line for the msg, its diff."""
+    changes, lines, diffs = [], [], []
+    for rel, content in sorted(files.items()):
+        old = sysfs.content(root, rel)
+        if old == content or (content is None and old is not None and saved is None and not old.startswith(header)):
+            continue
+        if content is None:
+            gate.remove(sysfs.path(root, rel))
+        else:
+            gate.write_file(sysfs.path(root, rel), content)
+        changes.append((rel, old, content))
+        lines.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
+        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    return changes, lines, diffs
+
+
 def forget(root, name, gate):
     """Remove knob `name`'s record, then DIR and PARENT where nothing else is left in them.
     Whether a record was there to remove."""

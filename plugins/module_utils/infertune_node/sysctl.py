@@ -5,6 +5,7 @@ import re
 from . import sysfs, words
 from .gate import TuningError
 from .kind import REQUIRED, Kind, Rule, is_int
+from .original import give_back
 
 HEADER = "# managed by infertune (sysctl): read by systemd-sysctl at every boot.\n"
 # The dotted form alone: a name becomes a path under /proc/sys, so no slash and no empty part.
@@ -135,17 +136,7 @@ def revert_sysctls(root, path, saved, gate):
     gives what the other sysctl.d files, or the kernel, say."""
     files = dict((saved or {}).get("files") or {})
     files.setdefault(path, None)
-    changed_files, diffs = [], []
-    for rel, content in sorted(files.items()):
-        old = sysfs.content(root, rel)
-        if old == content or (content is None and old is not None and saved is None and not old.startswith(HEADER)):
-            continue
-        if content is None:
-            gate.remove(sysfs.path(root, rel))
-        else:
-            gate.write_file(sysfs.path(root, rel), content)
-        changed_files.append("%s %s" % (rel, "removed" if content is None else "as before infertune"))
-        diffs.append({"before": old or "", "after": content or "", "before_header": rel, "after_header": rel})
+    changed_files, diffs = give_back(root, files, saved, HEADER, gate)[1:]
     live = (saved or {}).get("live") or {}
     before = {name: sysfs.read(root, proc_path(name)) for name in live}
     differing = [name for name, value in live.items() if before[name] is not None and not _same(before[name], value)]
